@@ -1,0 +1,33 @@
+"""FlameSpark: exact, low-latency processing of out-of-order event streams.
+
+Write order-sensitive logic as if events came in order; FlameSpark runs it
+optimistically, retracts what late events invalidate, and releases exactly what
+an in-order run would give.
+"""
+from flamespark.api import run
+from flamespark.errors import (
+    BarrierError,
+    FlameSparkError,
+    GraphError,
+    InputError,
+    LateEventError,
+    PayloadError,
+    UserFunctionError,
+)
+from flamespark.graph import Graph, Stream
+from flamespark.result import Result
+
+__all__ = [
+    "BarrierError",
+    "FlameSparkError",
+    "Graph",
+    "GraphError",
+    "InputError",
+    "LateEventError",
+    "PayloadError",
+    "Result",
+    "Stream",
+    "UserFunctionError",
+    "run",
+]
+__version__ = "0.1.0"

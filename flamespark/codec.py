@@ -1,0 +1,44 @@
+"""Payload encoding: msgpack with tuples preserved.
+
+Payloads travel (and are compared) as msgpack bytes. Tuples are encoded as an
+extension type so that a tuple produced by `group_by` decodes as a tuple again,
+on every engine.
+"""
+import msgpack
+
+_TUPLE = 1
+
+
+def _default(obj):
+    if isinstance(obj, tuple):
+        return msgpack.ExtType(_TUPLE, pack(list(obj)))
+    raise TypeError(f"cannot encode object of type {type(obj).__name__}: {obj!r}")
+
+
+def _ext_hook(code, data):
+    if code == _TUPLE:
+        return tuple(unpack(data))
+    return msgpack.ExtType(code, data)
+
+
+def pack(payload) -> bytes:
+    """Encode a payload; raises TypeError if msgpack cannot encode it."""
+    return msgpack.packb(payload, default=_default, strict_types=True, use_bin_type=True)
+
+
+def unpack(data: bytes):
+    """Decode bytes made by `pack`."""
+    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+
+
+def _array_header(length: int) -> bytes:
+    if length < 16:
+        return bytes((0x90 | length,))
+    if length < 1 << 16:
+        return b"\xdc" + length.to_bytes(2, "big")
+    return b"\xdd" + length.to_bytes(4, "big")
+
+
+def pack_encoded_tuple(parts: list) -> bytes:
+    """`pack(tuple(...))` built from the parts' encodings, without re-encoding them."""
+    return msgpack.packb(msgpack.ExtType(_TUPLE, _array_header(len(parts)) + b"".join(parts)))

@@ -1,0 +1,29 @@
+"""Exceptions raised by FlameSpark, each naming what went wrong and where."""
+
+
+class FlameSparkError(Exception):
+    """Base class of every error FlameSpark raises on purpose."""
+
+
+class GraphError(FlameSparkError):
+    """The pipeline graph is malformed (names, cycles, dangling operators, parameters)."""
+
+
+class PayloadError(FlameSparkError):
+    """A payload cannot be encoded with msgpack."""
+
+
+class UserFunctionError(FlameSparkError):
+    """A user function (map, key, update, ...) raised; the cause is chained."""
+
+
+class LateEventError(FlameSparkError):
+    """An event arrived after a punctuation covering its time, under `late="fail"`."""
+
+
+class BarrierError(FlameSparkError):
+    """An internal invariant of the barrier broke (e.g. a tombstone never met its item)."""
+
+
+class InputError(FlameSparkError):
+    """An input (file, line, event) is malformed or unknown."""

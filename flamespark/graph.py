@@ -1,0 +1,188 @@
+"""The pipeline DSL: a Graph of Streams, built by chaining operators."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from flamespark.errors import GraphError
+
+GROUPING_KINDS = ("group_by", "stateful")
+
+
+@dataclass
+class Node:
+    """One logical operator: its name, kind, inputs and parameters."""
+
+    name: str
+    kind: str
+    inputs: list = field(default_factory=list)
+    fn: object = None
+    key: object = None
+    window: int | None = None
+
+
+class Graph:
+    """A named pipeline: sources, operators and sinks.
+
+    >>> g = Graph("sums")
+    >>> g.source("numbers").stateful(key=lambda p: p % 2, update=running_sum).sink("out")
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.nodes: dict[str, Node] = {}
+        self._counter = 0
+
+    def source(self, name: str) -> Stream:
+        """A source of events; `run` takes its input by this name."""
+        return self._add(Node(name, "source"))
+
+    @property
+    def sources(self) -> list[str]:
+        return [n.name for n in self.nodes.values() if n.kind == "source"]
+
+    @property
+    def sinks(self) -> list[str]:
+        return [n.name for n in self.nodes.values() if n.kind == "sink"]
+
+    def _add(self, node: Node) -> Stream:
+        if not isinstance(node.name, str) or not node.name:
+            raise GraphError(f"operator names must be non-empty strings, got {node.name!r}")
+        if node.name in self.nodes:
+            raise GraphError(f"graph {self.name!r} already has an operator named {node.name!r}")
+        self.nodes[node.name] = node
+        return Stream(self, node.name)
+
+    def _auto_name(self, kind: str) -> str:
+        while True:
+            self._counter += 1
+            name = f"{kind}_{self._counter}"
+            if name not in self.nodes:
+                return name
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The logical graph; a stateful operator shows as grouping -> combine with a feedback edge."""
+        graph = nx.DiGraph(name=self.name)
+        for node in self.nodes.values():
+            if node.kind == "stateful":
+                group, combine = f"{node.name}/group", f"{node.name}/combine"
+                graph.add_node(group, kind="group_by", window=2, operator=node.name)
+                graph.add_node(combine, kind="combine", operator=node.name)
+                graph.add_edge(group, combine)
+                graph.add_edge(combine, group, feedback=True)
+            else:
+                graph.add_node(node.name, kind=node.kind, operator=node.name, window=node.window)
+        for node in self.nodes.values():
+            for parent in node.inputs:
+                graph.add_edge(_exit(self.nodes[parent]), _entry(node))
+        return graph
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text of `to_networkx()`; feedback edges are dashed."""
+        shapes = {"source": "invhouse", "sink": "house", "group_by": "box3d", "combine": "ellipse"}
+        lines = [f"digraph {_quote(self.name)} {{", "  rankdir=LR;"]
+        graph = self.to_networkx()
+        for name, attrs in graph.nodes(data=True):
+            label = f"{name}\\n{attrs['kind']}" + (f" w={attrs['window']}" if attrs.get("window") else "")
+            lines.append(f"  {_quote(name)} [label={_quote(label)}, shape={shapes.get(attrs['kind'], 'box')}];")
+        for a, b, attrs in graph.edges(data=True):
+            style = ' [style=dashed, label="feedback"]' if attrs.get("feedback") else ""
+            lines.append(f"  {_quote(a)} -> {_quote(b)}{style};")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def validate(self):
+        """Raise GraphError if the graph cannot run."""
+        if not self.sources:
+            raise GraphError(f"graph {self.name!r} has no source")
+        if not self.sinks:
+            raise GraphError(f"graph {self.name!r} has no sink")
+        validate_logical(self.to_networkx())
+
+
+def _entry(node: Node) -> str:
+    return f"{node.name}/group" if node.kind == "stateful" else node.name
+
+
+def _exit(node: Node) -> str:
+    return f"{node.name}/combine" if node.kind == "stateful" else node.name
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\\\\n", "\\n") + '"'
+
+
+def validate_logical(graph: nx.DiGraph):
+    """Check a logical graph: every cycle passes through a grouping, every node reaches a sink."""
+    for cycle in nx.simple_cycles(graph):
+        if not any(graph.nodes[n]["kind"] == "group_by" for n in cycle):
+            raise GraphError(f"cycle {' -> '.join(cycle + cycle[:1])} does not pass through a grouping")
+    sinks = {n for n, kind in graph.nodes(data="kind") if kind == "sink"}
+    reaching = set(sinks)
+    for sink in sinks:
+        reaching |= nx.ancestors(graph, sink)
+    dangling = [graph.nodes[n]["operator"] for n in graph.nodes if n not in reaching]
+    if dangling:
+        names = ", ".join(sorted(set(dangling)))
+        raise GraphError(f"no path to a sink from: {names} (end every branch with .sink(name))")
+
+
+class Stream:
+    """The output of a source or operator; chain operators on it."""
+
+    def __init__(self, graph: Graph, name: str):
+        self.graph = graph
+        self.name = name
+
+    def _then(self, kind, name=None, **params) -> Stream:
+        node = Node(name or self.graph._auto_name(kind), kind, [self.name], **params)
+        return self.graph._add(node)
+
+    def map(self, fn, name: str | None = None) -> Stream:
+        """One output payload per payload: `fn(payload) -> payload`."""
+        return self._then("map", name, fn=_callable(fn, "map", name))
+
+    def flat_map(self, fn, name: str | None = None) -> Stream:
+        """Any number of outputs per payload: `fn(payload) -> iterable of payloads`."""
+        return self._then("flat_map", name, fn=_callable(fn, "flat_map", name))
+
+    def filter(self, predicate, name: str | None = None) -> Stream:
+        """Keep the payloads for which `predicate(payload)` is true."""
+        return self._then("filter", name, fn=_callable(predicate, "filter", name))
+
+    def group_by(self, key, window: int, name: str | None = None) -> Stream:
+        """Per `key(payload)`, emit the tuple of the last `window` payloads on each arrival."""
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            where = f" {name!r}" if name else ""
+            raise GraphError(f"group_by{where} window must be an integer >= 1, got {window!r}")
+        return self._then("group_by", name, key=_callable(key, "group_by key", name), window=window)
+
+    def stateful(self, key, update, name: str | None = None) -> Stream:
+        """Per `key(payload)`, run `update(state, payload) -> (new_state, outputs)` in event-time order.
+
+        `state` is None for a key's first payload; `outputs` is an iterable of
+        payloads. `update` must be deterministic and must not mutate its arguments.
+        """
+        return self._then(
+            "stateful", name, key=_callable(key, "stateful key", name), fn=_callable(update, "stateful update", name)
+        )
+
+    def union(self, *others: Stream, name: str | None = None) -> Stream:
+        """Merge this stream with others of the same graph."""
+        for other in others:
+            if not isinstance(other, Stream) or other.graph is not self.graph:
+                raise GraphError("union takes streams of the same graph")
+        node = Node(name or self.graph._auto_name("union"), "union", [self.name] + [o.name for o in others])
+        return self.graph._add(node)
+
+    def sink(self, name: str) -> None:
+        """End the stream in a sink; released outputs appear under this name."""
+        self._then("sink", name)
+
+
+def _callable(fn, role, name):
+    if not callable(fn):
+        where = f" of {name!r}" if name else ""
+        raise GraphError(f"{role} function{where} must be callable, got {type(fn).__name__}")
+    return fn

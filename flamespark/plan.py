@@ -1,0 +1,90 @@
+"""From the logical graph to the physical operators an engine runs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flamespark.errors import GraphError
+from flamespark.graph import Graph
+from operators import (
+    BranchOperator,
+    BufferSort,
+    FilterOperator,
+    FlatMapOperator,
+    MapOperator,
+    StatefulLoop,
+    WindowedGrouping,
+)
+
+MODES = ("optimistic", "buffered")
+
+
+@dataclass
+class PhysicalPlan:
+    """Operators by name, in topological order, and where each one's output goes.
+
+    `downstream` maps a source or operator name to the operator or sink names
+    that receive its output; names in `sinks` are served by the barrier.
+    """
+
+    operators: dict = field(default_factory=dict)
+    downstream: dict = field(default_factory=dict)
+    sinks: set = field(default_factory=set)
+
+    def add(self, operator):
+        self.operators[operator.name] = operator
+        self.downstream[operator.name] = []
+        return operator.name
+
+    def buffers(self) -> list:
+        return [op for op in self.operators.values() if isinstance(op, BufferSort)]
+
+
+def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
+    """Physical operators for `graph`; `buffered` puts a BufferSort before every grouping."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    graph.validate()
+    plan = PhysicalPlan()
+    exits = {}
+    for node in graph.nodes.values():
+        entries = _entries(plan, node, mode)
+        for index, parent in enumerate(node.inputs):
+            entry = entries[index] if node.kind == "union" else entries[0]
+            for exit_name in exits[parent]:
+                plan.downstream[exit_name].append(entry)
+        if node.kind == "source":
+            plan.downstream[node.name] = []
+        if node.kind == "sink":
+            plan.sinks.add(node.name)
+        else:
+            exits[node.name] = entries if node.kind == "union" else [node.name]
+    return plan
+
+
+def _entries(plan, node, mode) -> list:
+    """The operator names that receive the node's input(s)."""
+    kind = node.kind
+    if kind in ("source", "sink"):
+        return [node.name]
+    if kind == "union":
+        return [plan.add(BranchOperator(f"{node.name}/in{i}", i)) for i in range(len(node.inputs))]
+    buffer = None
+    if mode == "buffered" and kind in ("group_by", "stateful"):
+        buffer = plan.add(BufferSort(f"{node.name}/buffer"))
+    if kind == "map":
+        op = MapOperator(node.name, node.fn)
+    elif kind == "flat_map":
+        op = FlatMapOperator(node.name, node.fn)
+    elif kind == "filter":
+        op = FilterOperator(node.name, node.fn)
+    elif kind == "group_by":
+        op = WindowedGrouping(node.name, node.key, node.window)
+    elif kind == "stateful":
+        op = StatefulLoop(node.name, node.key, node.fn)
+    else:
+        raise GraphError(f"unknown operator kind {kind!r} for {node.name!r}")
+    plan.add(op)
+    if buffer:
+        plan.downstream[buffer].append(op.name)
+        return [buffer]
+    return [op.name]

@@ -1,0 +1,37 @@
+"""What every operator shares: its name and guarded calls into user code."""
+from flamespark.errors import FlameSparkError, UserFunctionError
+
+_REPR_LIMIT = 200
+
+
+def _short(payload) -> str:
+    text = repr(payload)
+    return text if len(text) <= _REPR_LIMIT else text[:_REPR_LIMIT] + "..."
+
+
+class Operator:
+    """Base of all operators. Stateless by default: punctuations pass through."""
+
+    kind = "operator"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def process(self, item) -> list:
+        raise NotImplementedError
+
+    def punctuate(self, time) -> list:
+        """React to punctuation `time`; returns items released by it (none by default)."""
+        return []
+
+    def call(self, role: str, fn, item, *args):
+        """Call user function `fn`; an exception becomes a UserFunctionError naming operator and event."""
+        try:
+            return fn(*args)
+        except FlameSparkError:
+            raise
+        except Exception as exc:
+            raise UserFunctionError(
+                f"{role} function of {self.kind} operator {self.name!r} raised "
+                f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
+            ) from exc

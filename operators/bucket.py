@@ -1,0 +1,91 @@
+"""A key's items in meta order, emitting the windows each change creates or destroys."""
+from sortedcontainers import SortedList
+
+
+class Bucket:
+    """The items of one key in meta order (paper §V-B, Algorithms 1 and 2).
+
+    Items are counted by identity (meta + payload): a tombstone subtracts one,
+    an item adds one, and only identities with a positive count are visible. So
+    a tombstone that comes before its item simply cancels it on arrival.
+
+    `add` returns the window changes as `(is_tombstone, window)` pairs, where a
+    window is the tuple of the last `window` visible items ending at one item:
+    tombstones for the windows that disappeared, then the windows that appeared.
+    """
+
+    __slots__ = ("window", "horizon", "_order", "_items", "_counts")
+
+    def __init__(self, window: int):
+        self.window = window
+        self.horizon = float("-inf")
+        self._order = SortedList()
+        self._items = {}
+        self._counts = {}
+
+    def __len__(self):
+        return len(self._order)
+
+    def items(self) -> list:
+        """The visible items in meta order."""
+        return [self._items[identity] for identity in self._order]
+
+    def add(self, item) -> list:
+        identity = item.identity
+        before = self._counts.get(identity, 0)
+        after = before - 1 if item.tombstone else before + 1
+        if after:
+            self._counts[identity] = after
+        else:
+            del self._counts[identity]
+        if before <= 0 < after:
+            return self._insert(identity, item)
+        if after <= 0 < before:
+            return self._remove(identity)
+        return []
+
+    def _insert(self, identity, item):
+        order = self._order
+        position = order.bisect_left(identity)
+        order.add(identity)
+        self._items[identity] = item
+        segment, low, high = self._segment(position)
+        changes = [(True, self._window(segment, low, j, skip=position)) for j in range(position + 1, high + 1)]
+        changes += [(False, self._window(segment, low, j)) for j in range(position, high + 1)]
+        return changes
+
+    def _remove(self, identity):
+        order = self._order
+        position = order.bisect_left(identity)
+        segment, low, high = self._segment(position)
+        changes = [(True, self._window(segment, low, j)) for j in range(position, high + 1)]
+        changes += [(False, self._window(segment, low, j, skip=position)) for j in range(position + 1, high + 1)]
+        del order[position]
+        del self._items[identity]
+        return changes
+
+    def _segment(self, position):
+        """The items every window touching `position` can contain, with their index range."""
+        low = max(0, position + 1 - self.window)
+        high = min(len(self._order) - 1, position + self.window - 1)
+        segment = [self._items[identity] for identity in self._order.islice(low, high + 1)]
+        return segment, low, high
+
+    def _window(self, segment, low, end, skip=None):
+        """The window ending at index `end`; with `skip`, as it was without that index."""
+        start = max(0, end + 1 - self.window - (skip is not None))
+        return tuple(segment[i - low] for i in range(start, end + 1) if i != skip)
+
+    def collect(self, time) -> int:
+        """Forget items with `ts <= time` but the last `window - 1`; returns orphan tombstones seen."""
+        self.horizon = time
+        cut = self._order.bisect_left(((time + 1,),))
+        drop = cut - (self.window - 1)
+        if drop > 0:
+            for identity in self._order.islice(0, drop):
+                del self._items[identity]
+                del self._counts[identity]
+            del self._order[:drop]
+        if len(self._counts) == len(self._items):
+            return 0
+        return -sum(count for (meta, _), count in self._counts.items() if count < 0 and meta.ts <= time)

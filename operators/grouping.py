@@ -1,0 +1,35 @@
+"""Windowed grouping (paper §V-B): per key, the tuple of the last `window` payloads."""
+from flamespark.codec import pack_encoded_tuple
+from flamespark.items import Item
+from operators.bucket import Bucket
+from operators.keyed import KeyedOperator
+
+__all__ = ["Bucket", "WindowedGrouping"]
+
+
+class WindowedGrouping(KeyedOperator):
+    """Emits, for each insert, the tuple of the last `window` payloads of its key.
+
+    An out-of-order insert or an incoming tombstone also emits tombstones for
+    the tuples it invalidates, then the new tuples (Algorithm 2). A tuple takes
+    the meta of its last item.
+    """
+
+    kind = "group_by"
+
+    def __init__(self, name, key, window):
+        super().__init__(name, key, window)
+
+    def process(self, item):
+        return [window_item(window, tombstone) for tombstone, window in self.bucket_for(item).add(item)]
+
+
+def window_item(window, tombstone) -> Item:
+    """The item whose payload is the tuple of the window's payloads."""
+    return Item(
+        window[-1].meta,
+        tuple(element.payload for element in window),
+        pack_encoded_tuple([element.data for element in window]),
+        tombstone,
+        max(element.arrival for element in window),
+    )

@@ -1,0 +1,58 @@
+"""Keyed operators keep one bucket per key and forget what no punctuation can change."""
+from flamespark.errors import FlameSparkError
+from flamespark.items import encode
+from operators.base import Operator
+from operators.bucket import Bucket
+
+
+class KeyedOperator(Operator):
+    """Routes items to per-key buckets (keyed by the key's msgpack encoding).
+
+    On a punctuation `T` a bucket drops its items with `ts <= T` except the last
+    `window - 1`, which later windows may still need. Buckets are collected when
+    next touched, and all of them in a sweep once per `len(buckets)`
+    punctuations, so the cost per punctuation stays constant.
+    """
+
+    def __init__(self, name, key, window):
+        super().__init__(name)
+        if not callable(key):
+            raise TypeError(f"key of operator {name!r} must be callable")
+        self.key = key
+        self.window = window
+        self.buckets: dict[bytes, Bucket] = {}
+        self.horizon = float("-inf")
+        self._since_sweep = 0
+
+    def bucket_for(self, item) -> Bucket:
+        key = self.call("key", self.key, item, item.payload)
+        key_data = encode(key, self.name, item.meta)
+        bucket = self.buckets.get(key_data)
+        if bucket is None:
+            bucket = self.buckets[key_data] = Bucket(self.window)
+        elif bucket.horizon < self.horizon:
+            self._collect(bucket)
+        return bucket
+
+    def punctuate(self, time):
+        self.horizon = time
+        self._since_sweep += 1
+        if self._since_sweep >= len(self.buckets):
+            self._since_sweep = 0
+            for key_data, bucket in list(self.buckets.items()):
+                self._collect(bucket)
+                if not bucket:
+                    del self.buckets[key_data]
+        return []
+
+    def _collect(self, bucket):
+        orphans = bucket.collect(self.horizon)
+        if orphans:
+            raise FlameSparkError(
+                f"internal error: operator {self.name!r} holds {orphans} tombstone(s) below "
+                f"punctuation {self.horizon} whose items never arrived"
+            )
+
+    def buffered(self) -> int:
+        """Items held in all buckets."""
+        return sum(len(bucket) for bucket in self.buckets.values())

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 import flamespark as fs
 from tests import graphs
-from tests.disorder import disordered, in_order_events, unique_documents
+from tests.strategies import disordered, in_order_events, unique_documents
 from tests.reference import reference_run
 
 MODES = ["optimistic", "buffered"]

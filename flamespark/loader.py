@@ -1,0 +1,30 @@
+"""Loading a user's graph from `PATH.py:ATTR`."""
+import importlib.util
+import sys
+from pathlib import Path
+
+from flamespark.errors import InputError
+from flamespark.graph import Graph
+
+
+def load_graph(spec: str) -> Graph:
+    """The Graph named ATTR in the Python file PATH (`PATH.py:ATTR`; ATTR defaults to `graph`)."""
+    path_text, _, attr = spec.rpartition(":") if ":" in spec else (spec, ":", "graph")
+    path = Path(path_text)
+    if not path.is_file():
+        raise InputError(f"pipeline file {path_text!r} does not exist (expected PATH.py:ATTR)")
+    module_name = f"flamespark_pipeline_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    graph = getattr(module, attr, None)
+    if callable(graph) and not isinstance(graph, Graph):
+        graph = graph()
+    if not isinstance(graph, Graph):
+        raise InputError(f"{path_text} has no flamespark.Graph named {attr!r}")
+    return graph

@@ -1,0 +1,58 @@
+"""Running a pipeline from files to an output directory (what `flamespark run` does)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from flamespark.api import run
+from flamespark.errors import InputError
+from flamespark.jsonl import read_events, write_atomic, write_jsonl
+from flamespark.loader import load_graph
+
+RESERVED_OUTPUTS = ("late", "metrics")
+
+
+def check_inputs(graph, pairs) -> dict:
+    """Map source name to input path, checking names and that the files exist."""
+    inputs = {}
+    for name, path in pairs:
+        if name not in graph.sources:
+            raise InputError(f"--input {name}=...: the graph has no source {name!r} (its sources: {', '.join(graph.sources)})")
+        if name in inputs:
+            raise InputError(f"--input {name}=... given twice")
+        if not Path(path).is_file():
+            raise InputError(f"--input {name}={path}: no such file")
+        inputs[name] = Path(path)
+    missing = [s for s in graph.sources if s not in inputs]
+    if missing:
+        raise InputError(f"no --input for source(s) {', '.join(missing)}")
+    clashing = [s for s in graph.sinks if s in RESERVED_OUTPUTS]
+    if clashing:
+        raise InputError(f"sink name(s) {', '.join(clashing)} clash with the run's own output files")
+    return inputs
+
+
+def run_to_directory(args, mode: str):
+    """Run the pipeline of `args` and write sinks, dead letters and metrics under `args.out`.
+
+    `metrics.json` is removed first and written last, so its presence marks a
+    complete output directory.
+    """
+    graph = load_graph(args.pipeline)
+    paths = check_inputs(graph, args.input)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.json").unlink(missing_ok=True)
+    if args.engine == "local":
+        inputs = {name: read_events(path) for name, path in paths.items()}
+        result = run(graph, inputs, engine="local", mode=mode, reorder_latency=args.reorder_latency, late=args.late)
+    else:
+        result = run(
+            graph, paths, engine="spark", mode=mode, reorder_latency=args.reorder_latency, late=args.late,
+            rate=args.rate, master=args.master, checkpoint=args.checkpoint or out / "_checkpoint",
+        )
+    for sink, values in result.outputs.items():
+        write_jsonl(out / f"{sink}.jsonl", values)
+    write_jsonl(out / "late.jsonl", result.late)
+    write_atomic(out / "metrics.json", json.dumps(result.metrics, indent=2) + "\n")
+    return result

@@ -1,0 +1,103 @@
+"""The DSL: building, validating and drawing graphs."""
+import networkx as nx
+import pytest
+
+import flamespark as fs
+from flamespark.graph import validate_logical
+from tests import graphs
+
+
+def test_stateful_shows_its_feedback_cycle():
+    g = graphs.running_sum().to_networkx()
+    assert isinstance(g, nx.DiGraph)
+    assert g.has_edge("sum/group", "sum/combine")
+    assert g.edges["sum/combine", "sum/group"]["feedback"] is True
+    assert g.nodes["sum/group"]["window"] == 2
+    assert list(nx.simple_cycles(g)) == [["sum/group", "sum/combine"]] or list(nx.simple_cycles(g)) == [["sum/combine", "sum/group"]]
+    assert g.has_edge("numbers", "sum/group") and g.has_edge("sum/combine", "sums")
+
+
+def test_to_dot_lists_every_node_and_the_dashed_feedback_edge():
+    dot = graphs.chained_stateful().to_dot()
+    assert dot.startswith('digraph "chained" {')
+    for name in ("numbers", "count/group", "count/combine", "gaps/group", "gaps/combine", "gap_records"):
+        assert f'"{name}"' in dot
+    assert '"count/combine" -> "count/group" [style=dashed, label="feedback"];' in dot
+
+
+def test_union_merges_branches():
+    g = graphs.two_sources().to_networkx()
+    assert set(g.predecessors("both")) == {"tag_left", "tag_right"}
+
+
+def test_duplicate_names_are_rejected():
+    g = fs.Graph("g")
+    s = g.source("a")
+    with pytest.raises(fs.GraphError, match="already has an operator named 'a'"):
+        s.map(abs, name="a")
+
+
+@pytest.mark.parametrize("window", [0, -1, 1.5, "3", True])
+def test_bad_windows_are_rejected(window):
+    with pytest.raises(fs.GraphError, match="window must be an integer >= 1"):
+        fs.Graph("g").source("a").group_by(abs, window)
+
+
+@pytest.mark.parametrize("method", ["map", "flat_map", "filter"])
+def test_non_callable_functions_are_rejected(method):
+    with pytest.raises(fs.GraphError, match="must be callable, got int"):
+        getattr(fs.Graph("g").source("a"), method)(42)
+
+
+def test_non_callable_key_and_update_are_rejected():
+    s = fs.Graph("g").source("a")
+    with pytest.raises(fs.GraphError, match="stateful update function .* must be callable"):
+        s.stateful(abs, None, name="st")
+    with pytest.raises(fs.GraphError, match="group_by key function must be callable"):
+        s.group_by("word", 2)
+
+
+def test_operator_without_path_to_a_sink_is_rejected():
+    g = fs.Graph("g")
+    s = g.source("a")
+    s.map(abs, name="lost")
+    s.sink("out")
+    with pytest.raises(fs.GraphError, match="no path to a sink from: lost"):
+        fs.run(g, {"a": []})
+
+
+def test_source_without_path_to_a_sink_is_rejected():
+    g = fs.Graph("g")
+    g.source("a").sink("out")
+    g.source("idle")
+    with pytest.raises(fs.GraphError, match="no path to a sink from: idle"):
+        g.validate()
+
+
+def test_graph_without_sink_or_source_is_rejected():
+    with pytest.raises(fs.GraphError, match="has no source"):
+        fs.Graph("empty").validate()
+    g = fs.Graph("g")
+    g.source("a").map(abs)
+    with pytest.raises(fs.GraphError, match="has no sink"):
+        g.validate()
+
+
+def test_cycle_without_grouping_is_rejected():
+    logical = nx.DiGraph()
+    logical.add_node("src", kind="source", operator="src")
+    logical.add_node("m1", kind="map", operator="m1")
+    logical.add_node("m2", kind="map", operator="m2")
+    logical.add_node("out", kind="sink", operator="out")
+    logical.add_edges_from([("src", "m1"), ("m1", "m2"), ("m2", "m1"), ("m2", "out")])
+    with pytest.raises(fs.GraphError, match="does not pass through a grouping"):
+        validate_logical(logical)
+    logical.nodes["m2"]["kind"] = "group_by"
+    validate_logical(logical)
+
+
+def test_union_rejects_foreign_streams():
+    a = fs.Graph("a").source("x")
+    b = fs.Graph("b").source("y")
+    with pytest.raises(fs.GraphError, match="same graph"):
+        a.union(b)

@@ -1,0 +1,144 @@
+"""The barrier, punctuations from source progress, and late-event policies."""
+import math
+
+import pytest
+
+import flamespark as fs
+from barrier.barrier import Barrier
+from barrier.late import LatePolicy
+from barrier.punctuation import PunctuationClock
+from flamespark.codec import pack
+from flamespark.items import Item, Meta
+from tests import graphs
+
+
+def item(ts, payload, tombstone=False):
+    return Item(Meta(ts, "s", 0, (0,)), payload, pack(payload), tombstone)
+
+
+@pytest.mark.parametrize("tombstone_first", [True, False])
+def test_tombstone_cancels_its_item_in_either_order(tombstone_first):
+    barrier = Barrier()
+    pair = [item(2, "old", tombstone=True), item(2, "old")]
+    for entry in pair if tombstone_first else pair[::-1]:
+        barrier.push("out", entry)
+    barrier.push("out", item(2, "new"))
+    barrier.push("out", item(1, "first"))
+    released = [(sink, i.payload) for sink, i in barrier.punctuate(5)]
+    assert released == [("out", "first"), ("out", "new")]
+    assert (barrier.arrived, barrier.tombstones, barrier.released) == (4, 1, 2)
+
+
+def test_release_waits_for_the_punctuation():
+    barrier = Barrier()
+    for t in (3, 1, 2):
+        barrier.push("out", item(t, t))
+    assert [i.payload for _, i in barrier.punctuate(1)] == [1]
+    assert len(barrier) == 2
+    assert [i.payload for _, i in barrier.punctuate(math.inf)] == [2, 3]
+
+
+def test_tombstone_that_never_met_its_item_is_loud():
+    barrier = Barrier()
+    barrier.push("out", item(2, "ghost", tombstone=True))
+    with pytest.raises(fs.BarrierError, match="never met their item"):
+        barrier.punctuate(2)
+
+
+def test_item_after_its_punctuation_is_an_internal_error():
+    barrier = Barrier()
+    barrier.punctuate(10)
+    with pytest.raises(fs.BarrierError, match="after punctuation 10"):
+        barrier.push("out", item(4, "late"))
+
+
+def test_punctuation_is_the_minimum_over_sources_and_ends_at_infinity():
+    clock = PunctuationClock(["a", "b"], reorder_latency=5)
+    assert clock.time() == -math.inf
+    clock.observe("a", 100)
+    clock.observe("b", 40)
+    clock.observe("b", 30)
+    assert clock.time() == 40 - 5 - 1
+    clock.end("b")
+    assert clock.time() == 94
+    clock.end("a")
+    assert clock.time() == math.inf
+
+
+def test_bad_reorder_latency_and_policy_are_rejected():
+    with pytest.raises(ValueError, match="reorder_latency must be a non-negative integer"):
+        PunctuationClock(["a"], reorder_latency=-1)
+    with pytest.raises(ValueError, match="late policy must be one of drop, adjust, fail"):
+        LatePolicy("ignore")
+
+
+LATE_INPUT = [(9, 9), (21, 21), (6, 6), (30, 30)]
+
+
+def test_late_event_is_dropped_into_dead_letters():
+    result = fs.run(graphs.running_sum(), {"numbers": LATE_INPUT}, reorder_latency=2)
+    assert result.outputs["sums"] == [9, 30, 60]
+    assert [(d["source"], d["ts"], d["payload"]) for d in result.late] == [("numbers", 6, 6)]
+    assert result.metrics["late_dropped"] == 1
+
+
+def test_late_event_is_adjusted_after_the_punctuation():
+    result = fs.run(graphs.running_sum(), {"numbers": LATE_INPUT}, reorder_latency=2, late="adjust")
+    assert result.outputs["sums"] == [9, 15, 36, 66]
+    assert result.late == [] and result.metrics["late_adjusted"] == 1
+
+
+def test_late_event_fails_the_run_when_asked():
+    with pytest.raises(fs.LateEventError, match="event ts=6 of source 'numbers' arrived after punctuation 18"):
+        fs.run(graphs.running_sum(), {"numbers": LATE_INPUT}, reorder_latency=2, late="fail")
+
+
+def test_an_event_exactly_reorder_latency_behind_is_on_time():
+    result = fs.run(graphs.running_sum(), {"numbers": [(10, 3), (8, 3)]}, reorder_latency=2, late="fail")
+    assert result.outputs["sums"] == [3, 6]
+
+
+def test_ties_are_never_late_with_zero_latency():
+    result = fs.run(graphs.running_sum(), {"numbers": [(1, 3), (1, 6)]}, late="fail")
+    assert sorted(result.outputs["sums"]) in ([3, 9], [6, 9])
+
+
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        ({"numbers": [("1", 1)]}, "input 'numbers', event #0: event time must be an integer"),
+        ({"numbers": [(1.5, 1)]}, "event time must be an integer"),
+        ({"numbers": [(True, 1)]}, "event time must be an integer"),
+        ({"numbers": [(1, 1), 7]}, "input 'numbers', event #1: expected a \\(ts, payload\\) pair"),
+        ({"numbers": [], "other": []}, "no source named 'other'"),
+        ({}, "no input given for source\\(s\\) 'numbers'"),
+        ({"numbers": [(1, {1, 2})]}, "operator 'numbers' produced a payload msgpack cannot encode for event ts=1"),
+    ],
+)
+def test_bad_input_is_named(inputs, message):
+    with pytest.raises(fs.FlameSparkError, match=message):
+        fs.run(graphs.running_sum(), inputs)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"mode": "eager"}, "mode must be one of optimistic, buffered"),
+        ({"engine": "flink"}, "engine must be one of local, spark"),
+        ({"punctuate_every": 0}, "punctuate_every must be a positive integer"),
+    ],
+)
+def test_bad_options_are_named(options, message):
+    with pytest.raises(ValueError, match=message):
+        fs.run(graphs.running_sum(), {"numbers": []}, **options)
+
+
+def test_peak_buffered_counts_the_baseline_sort_buffers():
+    """Nothing reaches the sink, so only the baseline's sort buffer holds anything."""
+    g = fs.Graph("silent")
+    g.source("numbers").stateful(lambda v: 0, graphs.running_sum_update).filter(lambda v: False).sink("none")
+    events = [(t, t) for t in range(0, 100, 3)]
+    optimistic = fs.run(g, {"numbers": events}, reorder_latency=30)
+    buffered = fs.run(g, {"numbers": events}, reorder_latency=30, mode="buffered")
+    assert optimistic.metrics["peak_buffered"] == 0
+    assert buffered.metrics["peak_buffered"] == 12  # events within 31 ms of the newest, before its punctuation

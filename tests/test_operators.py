@@ -1,0 +1,160 @@
+"""Operators on their own: the paper's grouping example and order independence."""
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import flamespark as fs
+from flamespark.codec import pack
+from flamespark.items import Item, Meta
+from operators import BufferSort, FlatMapOperator, MapOperator, StatefulLoop, WindowedGrouping
+from operators.bucket import Bucket
+
+
+def item(ts, payload, tombstone=False, path=(0,)):
+    return Item(Meta(ts, "s", 0, path), payload, pack(payload), tombstone)
+
+
+def tombstone_of(original):
+    return Item(original.meta, original.payload, original.data, True)
+
+
+def test_paper_grouping_example():
+    """§V-B: parity keys, window 3."""
+    grouping = WindowedGrouping("parity", key=lambda v: v % 2, window=3)
+    out = [o.payload for v in range(1, 9) for o in grouping.process(item(v, v))]
+    assert out == [(1,), (2,), (1, 3), (2, 4), (1, 3, 5), (2, 4, 6), (3, 5, 7), (4, 6, 8)]
+
+
+def test_out_of_order_insert_retracts_then_emits():
+    """Algorithm 2: tombstones for invalidated windows first, then the new ones."""
+    grouping = WindowedGrouping("g", key=lambda v: 0, window=2)
+    for v in (1, 3, 4):
+        grouping.process(item(v, v))
+    out = [(o.tombstone, o.payload) for o in grouping.process(item(2, 2))]
+    assert out == [(True, (1, 3)), (False, (1, 2)), (False, (2, 3))]
+
+
+def test_tombstone_removes_and_collapses():
+    grouping = WindowedGrouping("g", key=lambda v: 0, window=2)
+    items = [item(v, v) for v in (1, 2, 3)]
+    for i in items:
+        grouping.process(i)
+    out = [(o.tombstone, o.payload) for o in grouping.process(tombstone_of(items[1]))]
+    assert out == [(True, (1, 2)), (True, (2, 3)), (False, (1, 3))]
+
+
+def test_tombstone_before_its_item_cancels_silently():
+    grouping = WindowedGrouping("g", key=lambda v: 0, window=2)
+    late = item(5, 5)
+    assert grouping.process(tombstone_of(late)) == []
+    assert grouping.process(late) == []
+    assert [o.payload for o in grouping.process(item(6, 6))] == [(6,)]
+
+
+def window_changes(bucket, adds):
+    net = Counter()
+    for added in adds:
+        for tombstone, window in bucket.add(added):
+            net[tuple(e.identity for e in window)] += -1 if tombstone else 1
+    return +net, -net
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    times=st.lists(st.integers(0, 30), unique=True, min_size=1, max_size=15),
+    transient=st.lists(st.booleans(), min_size=15, max_size=15),
+    window=st.integers(1, 4),
+    order=st.randoms(use_true_random=False),
+)
+def test_bucket_result_does_not_depend_on_arrival_order(times, transient, window, order):
+    """Items, and tombstones cancelling some of them, in any order: the net windows are the in-order ones."""
+    items = [item(t, t * 10) for t in times]
+    cancelled = [i for i, gone in zip(items, transient) if gone]
+    adds = items + [tombstone_of(i) for i in cancelled]
+    order.shuffle(adds)
+    positive, negative = window_changes(Bucket(window), adds)
+    survivors = sorted((i for i in items if i not in cancelled), key=lambda i: i.identity)
+    expected = Counter(
+        tuple(e.identity for e in survivors[max(0, k + 1 - window): k + 1]) for k in range(len(survivors))
+    )
+    assert negative == Counter()
+    assert positive == expected
+
+
+def running_sum(state, value):
+    total = (state or 0) + value
+    return total, [total]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    times=st.lists(st.integers(0, 30), unique=True, max_size=12),
+    transient=st.lists(st.booleans(), min_size=12, max_size=12),
+    order=st.randoms(use_true_random=False),
+)
+def test_stateful_loop_result_does_not_depend_on_arrival_order(times, transient, order):
+    inputs = [item(t, t + 1) for t in times]
+    cancelled = [i for i, gone in zip(inputs, transient) if gone]
+    adds = inputs + [tombstone_of(i) for i in cancelled]
+    order.shuffle(adds)
+    loop = StatefulLoop("sum", key=lambda v: 0, update=running_sum)
+    net = Counter()
+    for added in adds:
+        for out in loop.process(added):
+            net[out.identity] += -1 if out.tombstone else 1
+    survivors = sorted((i for i in inputs if i not in cancelled), key=lambda i: i.identity)
+    total, expected = 0, Counter()
+    for survivor in survivors:
+        total += survivor.payload
+        expected[(survivor.meta.child(0), pack(total))] += 1
+    assert +net == expected and -net == Counter()
+
+
+def test_grouping_forgets_what_punctuation_settles():
+    grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
+    for v in range(10):
+        grouping.process(item(v, v))
+    grouping.punctuate(6)
+    grouping.process(item(20, 20))
+    assert [i.payload for i in grouping.buckets[pack(0)].items()] == [5, 6, 7, 8, 9, 20]
+
+
+def test_flat_map_orders_outputs_by_emission():
+    out = FlatMapOperator("split", lambda s: s.split()).process(item(1, "b a c"))
+    assert [o.payload for o in out] == ["b", "a", "c"]
+    assert sorted(out, key=lambda o: o.meta) == out
+
+
+def test_buffer_sort_releases_in_meta_order_on_punctuation():
+    buffer = BufferSort("b")
+    for t in (5, 1, 3, 9):
+        assert buffer.process(item(t, t)) == []
+    assert [i.payload for i in buffer.punctuate(5)] == [1, 3, 5]
+    assert len(buffer) == 1
+
+
+def test_user_function_error_names_operator_and_event():
+    op = MapOperator("explode", lambda v: 1 / v)
+    with pytest.raises(fs.UserFunctionError, match=r"map function of map operator 'explode' raised ZeroDivisionError.*ts=7 of source 's'.*payload 0"):
+        op.process(item(7, 0))
+
+
+def test_unencodable_output_names_operator_and_event():
+    op = MapOperator("to_set", lambda v: {v})
+    with pytest.raises(fs.PayloadError, match=r"operator 'to_set' produced a payload msgpack cannot encode for event ts=3"):
+        op.process(item(3, 1))
+
+
+@pytest.mark.parametrize(
+    "update, message",
+    [
+        (lambda s, v: v, "must return \\(new_state, outputs\\), got int"),
+        (lambda s, v: (v, {"a": 1}), "outputs as an iterable of payloads .* got dict"),
+        (lambda s, v: (v, 5), "got int"),
+    ],
+)
+def test_bad_update_results_are_explained(update, message):
+    with pytest.raises(fs.UserFunctionError, match=message):
+        StatefulLoop("st", key=lambda v: 0, update=update).process(item(1, 1))

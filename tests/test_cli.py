@@ -1,0 +1,82 @@
+"""The `flamespark` command on the local engine: outputs, help and errors."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from flamespark.cli import main
+
+PIPELINE = str(Path(__file__).resolve().parents[1] / "examples" / "running_sum.py") + ":graph"
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def readings(*pairs):
+    return [json.dumps({"ts": ts, "sensor": sensor, "value": value}) for ts, sensor, value in pairs]
+
+
+def run_cli(tmp_path, lines, *extra):
+    tmp_path.mkdir(exist_ok=True)
+    events = write_lines(tmp_path / "events.jsonl", lines)
+    out = tmp_path / "out"
+    code = main(["run", PIPELINE, "--input", f"readings={events}", "--out", str(out), "--engine", "local", *extra])
+    return code, out
+
+
+def test_run_writes_sinks_late_and_metrics(tmp_path):
+    code, out = run_cli(tmp_path, readings((10, "a", 1), (30, "a", 2), (20, "b", 5), (5, "a", 7)), "--reorder-latency", "15")
+    assert code == 0
+    totals = [json.loads(line) for line in (out / "totals.jsonl").read_text().splitlines()]
+    assert totals == [{"sensor": "a", "ts": 10, "total": 1}, {"sensor": "b", "ts": 20, "total": 5},
+                      {"sensor": "a", "ts": 30, "total": 3}]
+    late = [json.loads(line) for line in (out / "late.jsonl").read_text().splitlines()]
+    assert [(d["ts"], d["payload"]["value"]) for d in late] == [(5, 7)]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["released"] == 3 and metrics["late_dropped"] == 1
+    assert set(metrics["latency_ms"]) >= {"p50", "p75", "p95", "p99", "events", "wall_s", "batches"}
+
+
+def test_both_modes_write_the_same_outputs(tmp_path):
+    lines = readings(*[(t, "ab"[t % 2], t) for t in (5, 1, 9, 3, 7, 2, 8)])
+    _, optimistic = run_cli(tmp_path / "o", lines, "--reorder-latency", "10")
+    _, buffered = run_cli(tmp_path / "b", lines, "--reorder-latency", "10", "--mode", "buffered")
+    assert (optimistic / "totals.jsonl").read_text() == (buffered / "totals.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"ts": 1, "sensor": "a", "value": 1', "events.jsonl:2: malformed JSON"),
+        ('{"sensor": "a", "value": 1}', "events.jsonl:2: missing event time field 'ts'"),
+        ('{"ts": "soon", "sensor": "a", "value": 1}', "events.jsonl:2: 'ts' must be an integer \\(ms\\), got \"soon\""),
+        ('[1, 2]', "events.jsonl:2: expected a JSON object"),
+    ],
+)
+def test_bad_lines_are_named_and_nothing_looks_complete(tmp_path, capsys, line, message):
+    code, out = run_cli(tmp_path, readings((1, "a", 1)) + [line])
+    assert code == 1
+    assert re.search(message, capsys.readouterr().err)
+    assert not (out / "metrics.json").exists() and not (out / "totals.jsonl").exists()
+
+
+def test_unknown_source_and_missing_file_are_named(tmp_path, capsys):
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    assert main(["run", PIPELINE, "--input", f"sensors={events}", "--out", str(tmp_path / "o"), "--engine", "local"]) == 1
+    assert "the graph has no source 'sensors' (its sources: readings)" in capsys.readouterr().err
+    assert main(["run", PIPELINE, "--input", "readings=/no/such.jsonl", "--out", str(tmp_path / "o"), "--engine", "local"]) == 1
+    assert "--input readings=/no/such.jsonl: no such file" in capsys.readouterr().err
+    assert main(["run", "/no/pipeline.py:graph", "--input", f"readings={events}", "--out", str(tmp_path / "o")]) == 1
+    assert "pipeline file '/no/pipeline.py' does not exist" in capsys.readouterr().err
+
+
+def test_help_and_graph_command(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--help"])
+    assert exit_info.value.code == 0
+    assert "--reorder-latency MS" in capsys.readouterr().out
+    assert main(["graph", PIPELINE]) == 0
+    assert '"totals_by_sensor/combine" -> "totals_by_sensor/group" [style=dashed' in capsys.readouterr().out

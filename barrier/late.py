@@ -7,6 +7,10 @@ POLICIES = ("drop", "adjust", "fail")
 class LatePolicy:
     """Applies the user's late-event policy.
 
+    An event is late when its time is at or below the punctuation its source
+    had already promised (`punctuation`); the global punctuation, the minimum
+    over sources, is never higher, so an admitted event is never behind it.
+
     `drop` (the default) keeps the event in `dead_letters`, `adjust` moves its
     time just after the punctuation, `fail` raises LateEventError.
     """

@@ -1,5 +1,5 @@
 """A key's items in meta order, emitting the windows each change creates or destroys."""
-from sortedcontainers import SortedList
+from bisect import bisect_left
 
 
 class Bucket:
@@ -8,6 +8,9 @@ class Bucket:
     Items are counted by identity (meta + payload): a tombstone subtracts one,
     an item adds one, and only identities with a positive count are visible. So
     a tombstone that comes before its item simply cancels it on arrival.
+
+    Buckets stay small (punctuations trim them), so a plain sorted list with
+    bisect beats a tree; an in-order item is a plain append.
 
     `add` returns the window changes as `(is_tombstone, window)` pairs, where a
     window is the tuple of the last `window` visible items ending at one item:
@@ -19,7 +22,7 @@ class Bucket:
     def __init__(self, window: int):
         self.window = window
         self.horizon = float("-inf")
-        self._order = SortedList()
+        self._order = []
         self._items = {}
         self._counts = {}
 
@@ -46,9 +49,12 @@ class Bucket:
 
     def _insert(self, identity, item):
         order = self._order
-        position = order.bisect_left(identity)
-        order.add(identity)
         self._items[identity] = item
+        if not order or order[-1] < identity:
+            order.append(identity)
+            return [(False, self._last_window())]
+        position = bisect_left(order, identity)
+        order.insert(position, identity)
         segment, low, high = self._segment(position)
         changes = [(True, self._window(segment, low, j, skip=position)) for j in range(position + 1, high + 1)]
         changes += [(False, self._window(segment, low, j)) for j in range(position, high + 1)]
@@ -56,7 +62,7 @@ class Bucket:
 
     def _remove(self, identity):
         order = self._order
-        position = order.bisect_left(identity)
+        position = bisect_left(order, identity)
         segment, low, high = self._segment(position)
         changes = [(True, self._window(segment, low, j)) for j in range(position, high + 1)]
         changes += [(False, self._window(segment, low, j, skip=position)) for j in range(position + 1, high + 1)]
@@ -68,8 +74,12 @@ class Bucket:
         """The items every window touching `position` can contain, with their index range."""
         low = max(0, position + 1 - self.window)
         high = min(len(self._order) - 1, position + self.window - 1)
-        segment = [self._items[identity] for identity in self._order.islice(low, high + 1)]
+        segment = [self._items[identity] for identity in self._order[low : high + 1]]
         return segment, low, high
+
+    def _last_window(self):
+        items = self._items
+        return tuple(items[identity] for identity in self._order[-self.window :])
 
     def _window(self, segment, low, end, skip=None):
         """The window ending at index `end`; with `skip`, as it was without that index."""
@@ -79,10 +89,10 @@ class Bucket:
     def collect(self, time) -> int:
         """Forget items with `ts <= time` but the last `window - 1`; returns orphan tombstones seen."""
         self.horizon = time
-        cut = self._order.bisect_left(((time + 1,),))
+        cut = bisect_left(self._order, ((time + 1,),))
         drop = cut - (self.window - 1)
         if drop > 0:
-            for identity in self._order.islice(0, drop):
+            for identity in self._order[:drop]:
                 del self._items[identity]
                 del self._counts[identity]
             del self._order[:drop]

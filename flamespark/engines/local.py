@@ -39,6 +39,7 @@ class LocalRun:
         self.barrier = Barrier()
         self.minter = EventMinter()
         self.issued = -math.inf
+        self.source_horizon = dict.fromkeys(self.sources, -math.inf)
         self.outputs = {sink: [] for sink in self.plan.sinks}
         self.latencies_ms = []
         self.events = 0
@@ -73,7 +74,7 @@ class LocalRun:
             ts, payload = event
         except (TypeError, ValueError):
             raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
-        ts = self.late.admit(source, check_event_time(ts, where), payload, self.issued)
+        ts = self.late.admit(source, check_event_time(ts, where), payload, self.source_horizon[source])
         if ts is None:
             return
         self.events += 1
@@ -95,6 +96,9 @@ class LocalRun:
                 pending.extend((after, out) for after in reversed(downstream))
 
     def punctuate(self, time):
+        """Issue punctuation `time` (the minimum over sources); each source's own horizon judges lateness."""
+        for source in self.sources:
+            self.source_horizon[source] = self.clock.source_time(source)
         if time <= self.issued:
             return
         self.issued = time

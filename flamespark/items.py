@@ -29,6 +29,15 @@ class Meta(NamedTuple):
     def describe(self) -> str:
         return f"event ts={self.ts} of source {self.source!r}"
 
+    def dump(self) -> list:
+        """A msgpack-able form; `Meta.load` inverts it."""
+        return [self.ts, self.source, self.tiebreak, list(self.path)]
+
+    @classmethod
+    def load(cls, dumped) -> "Meta":
+        ts, source, tiebreak, path = dumped
+        return cls(ts, source, tiebreak, tuple(path))
+
 
 def event_tiebreak(data: bytes) -> int:
     """A deterministic 64-bit tie-break from an event's encoded payload."""

@@ -1,6 +1,9 @@
 """A key's items in meta order, emitting the windows each change creates or destroys."""
 from bisect import bisect_left
 
+from flamespark.codec import unpack
+from flamespark.items import Item, Meta
+
 
 class Bucket:
     """The items of one key in meta order (paper §V-B, Algorithms 1 and 2).
@@ -99,3 +102,29 @@ class Bucket:
         if len(self._counts) == len(self._items):
             return 0
         return -sum(count for (meta, _), count in self._counts.items() if count < 0 and meta.ts <= time)
+
+    def dump(self) -> list:
+        """The bucket as msgpack-able lists, for engines that keep it in a state store."""
+        items = self._items
+        visible = [
+            [identity[0].dump(), identity[1], items[identity].arrival, items[identity].is_state, count]
+            for identity, count in self._counts.items()
+            if identity in items
+        ]
+        pending = [[meta.dump(), data, count] for (meta, data), count in self._counts.items() if (meta, data) not in items]
+        return [self.horizon, visible, pending]
+
+    @classmethod
+    def load(cls, window: int, dumped) -> "Bucket":
+        """Rebuild a bucket from `dump()`."""
+        bucket = cls(window)
+        bucket.horizon, visible, pending = dumped
+        for meta, data, arrival, is_state, count in visible:
+            item = Item(Meta.load(meta), unpack(data), data, False, arrival, is_state)
+            bucket._items[item.identity] = item
+            bucket._counts[item.identity] = count
+            bucket._order.append(item.identity)
+        bucket._order.sort()
+        for meta, data, count in pending:
+            bucket._counts[(Meta.load(meta), data)] = count
+        return bucket

@@ -38,6 +38,25 @@ class PhysicalPlan:
     def buffers(self) -> list:
         return [op for op in self.operators.values() if isinstance(op, BufferSort)]
 
+    def route(self, origin: str, item) -> list:
+        """Run `item` from `origin` through the stateless operators after it.
+
+        Returns `(target, item)` pairs, in emission order, for every sink and
+        boundary operator (keyed or buffer) the item or its derivatives reach.
+        """
+        reached = []
+        pending = [(target, item) for target in reversed(self.downstream[origin])]
+        while pending:
+            target, item = pending.pop()
+            operator = self.operators.get(target)
+            if operator is None or operator.boundary:
+                reached.append((target, item))
+                continue
+            downstream = self.downstream[target]
+            for out in reversed(operator.process(item)):
+                pending.extend((after, out) for after in reversed(downstream))
+        return reached
+
 
 def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
     """Physical operators for `graph`; `buffered` puts a BufferSort before every grouping."""

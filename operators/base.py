@@ -13,6 +13,8 @@ class Operator:
     """Base of all operators. Stateless by default: punctuations pass through."""
 
     kind = "operator"
+    # Engines route items across a boundary operator by key; stateless ones run inline.
+    boundary = False
 
     def __init__(self, name: str):
         self.name = name

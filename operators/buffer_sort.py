@@ -7,6 +7,7 @@ class BufferSort(Operator):
     """Holds items until a punctuation covers them, then releases them in meta order."""
 
     kind = "buffer"
+    boundary = True
 
     def __init__(self, name):
         super().__init__(name)

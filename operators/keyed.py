@@ -14,6 +14,8 @@ class KeyedOperator(Operator):
     punctuations, so the cost per punctuation stays constant.
     """
 
+    boundary = True
+
     def __init__(self, name, key, window):
         super().__init__(name)
         if not callable(key):
@@ -24,9 +26,12 @@ class KeyedOperator(Operator):
         self.horizon = float("-inf")
         self._since_sweep = 0
 
+    def key_of(self, item) -> bytes:
+        """The msgpack encoding of the item's key."""
+        return encode(self.call("key", self.key, item, item.payload), self.name, item.meta)
+
     def bucket_for(self, item) -> Bucket:
-        key = self.call("key", self.key, item, item.payload)
-        key_data = encode(key, self.name, item.meta)
+        key_data = self.key_of(item)
         bucket = self.buckets.get(key_data)
         if bucket is None:
             bucket = self.buckets[key_data] = Bucket(self.window)

@@ -83,17 +83,19 @@ class LocalRun:
         self.note_buffered()
 
     def deliver(self, origin, item):
-        """Push `item` from `origin` through everything downstream of it, depth first in emission order."""
+        """Push `item` from `origin` through everything downstream of it."""
         plan = self.plan
-        pending = [(target, item) for target in reversed(plan.downstream[origin])]
+        pending = plan.route(origin, item)
+        pending.reverse()
         while pending:
             target, item = pending.pop()
             if target in plan.sinks:
                 self.barrier.push(target, item)
                 continue
-            downstream = plan.downstream[target]
             for out in reversed(plan.operators[target].process(item)):
-                pending.extend((after, out) for after in reversed(downstream))
+                reached = plan.route(target, out)
+                reached.reverse()
+                pending.extend(reached)
 
     def punctuate(self, time):
         """Issue punctuation `time` (the minimum over sources); each source's own horizon judges lateness."""

@@ -1,7 +1,10 @@
 """The barrier (paper Algorithm 3): the one buffer in front of all sinks."""
+import math
+
 from barrier.impatience import ImpatienceSorter
 from flamespark.codec import unpack
 from flamespark.errors import BarrierError
+from flamespark.items import Item, Meta
 
 
 class Barrier:
@@ -9,9 +12,9 @@ class Barrier:
 
     Tombstones cancel items by count (same sink, meta and payload), whichever
     of the two comes first. `punctuate(T)` releases, in meta order, every
-    surviving item with `ts <= T` as `(sink, item)` pairs; payloads are decoded
-    from their encoding, so what is released is exactly what was encoded when
-    the item was made. A tombstone left without its item is an internal error.
+    surviving item with `ts <= T` as `(sink, item)` pairs; engines release the
+    decoded `item.data`, exactly what was encoded when the item was made. A
+    tombstone left without its item is an internal error.
     """
 
     def __init__(self):
@@ -61,6 +64,24 @@ class Barrier:
             released.extend([(sink, item)] * count)
         self.released += len(released)
         return released
+
+
+    def dump(self) -> list:
+        """The barrier as msgpack-able lists, for engines that keep it in a state store."""
+        entries = self._sorter.flush(math.inf)
+        for sink, item in entries:
+            self._sorter.push(item.meta.ts, (sink, item))
+        held = [[sink, item.meta.dump(), item.data, item.tombstone, item.arrival] for sink, item in entries]
+        return [self.horizon, self.arrived, self.tombstones, self.released, held]
+
+    @classmethod
+    def load(cls, dumped) -> "Barrier":
+        barrier = cls()
+        barrier.horizon, barrier.arrived, barrier.tombstones, barrier.released, held = dumped
+        for sink, meta, data, tombstone, arrival in held:
+            meta = Meta.load(meta)
+            barrier._sorter.push(meta.ts, (sink, Item(meta, None, data, tombstone, arrival)))
+        return barrier
 
 
 def _order(entry):

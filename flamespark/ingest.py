@@ -30,6 +30,13 @@ class EventMinter:
         self._seen[identity] = duplicate + 1
         return Item(Meta(ts, source, tiebreak, (duplicate,)), payload, data, False, arrival)
 
+    def dump(self) -> list:
+        return [[ts, source, tiebreak, count] for (ts, source, tiebreak), count in self._seen.items()]
+
+    def load(self, dumped):
+        self._seen = {(ts, source, tiebreak): count for ts, source, tiebreak, count in dumped}
+        self._pruned_at = len(self._seen)
+
     def forget(self, time):
         """Drop duplicate counts at or below punctuation `time` (no such event can come again)."""
         if len(self._seen) < 2 * self._pruned_at + 1024:

@@ -8,6 +8,9 @@ from operators.bucket import Bucket
 class KeyedOperator(Operator):
     """Routes items to per-key buckets (keyed by the key's msgpack encoding).
 
+    An engine that keeps buckets in a state store sets `load_bucket(key_data)`
+    to fetch the buckets not yet in `buckets`.
+
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
     `window - 1`, which later windows may still need. Buckets are collected when
     next touched, and all of them in a sweep once per `len(buckets)`
@@ -24,6 +27,7 @@ class KeyedOperator(Operator):
         self.window = window
         self.buckets: dict[bytes, Bucket] = {}
         self.horizon = float("-inf")
+        self.load_bucket = None
         self._since_sweep = 0
 
     def key_of(self, item) -> bytes:
@@ -33,6 +37,10 @@ class KeyedOperator(Operator):
     def bucket_for(self, item) -> Bucket:
         key_data = self.key_of(item)
         bucket = self.buckets.get(key_data)
+        if bucket is None and self.load_bucket is not None:
+            bucket = self.load_bucket(key_data)
+            if bucket is not None:
+                self.buckets[key_data] = bucket
         if bucket is None:
             bucket = self.buckets[key_data] = Bucket(self.window)
         elif bucket.horizon < self.horizon:

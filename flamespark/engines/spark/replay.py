@@ -1,0 +1,141 @@
+"""A Spark streaming source that replays a recorded event file in arrival order, at a set rate.
+
+The file holds msgpack records `[ts, payload_bytes]` (see `write_replay_file`).
+Offsets are record indexes, so a query restarted from its checkpoint replays
+exactly the batches it logged. Index `n` (the number of records) is a synthetic
+end-of-input row. With a rate, an event's arrival time is when it became due
+on the replay clock; the clock starts after the first (warm-up) batch, which
+carries one event, since Spark's first batch is slow.
+"""
+import time
+
+import msgpack
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from flamespark.engines.spark.rows import END, EVENT, INFINITY, ROW_SCHEMA
+
+
+def write_replay_file(path, events):
+    """Write `(ts, payload_bytes)` pairs as a replay file; returns the number of events."""
+    count = 0
+    with open(path, "wb") as out:
+        packer = msgpack.Packer()
+        for ts, data in events:
+            out.write(packer.pack([ts, data]))
+            count += 1
+    return count
+
+
+def _record_offsets(path) -> list:
+    """Byte offset of every record, plus the end of the file."""
+    offsets = [0]
+    with open(path, "rb") as handle:
+        unpacker = msgpack.Unpacker(handle)
+        for _ in unpacker:
+            offsets.append(unpacker.tell())
+    return offsets
+
+
+class ReplaySource(DataSource):
+    """`spark.readStream.format("flamespark-replay").option("path", ...).option("source", ...)`."""
+
+    @classmethod
+    def name(cls):
+        return "flamespark-replay"
+
+    def schema(self):
+        return ROW_SCHEMA
+
+    def streamReader(self, schema):
+        return ReplayReader(self.options)
+
+
+class ReplayPartition(InputPartition):
+    def __init__(self, start, end, byte_start, clock):
+        self.start, self.end, self.byte_start, self.clock = start, end, byte_start, clock
+
+
+class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Runs in one long-lived driver-side process, so the replay clock persists across calls."""
+
+    def __init__(self, options):
+        self.path = options["path"]
+        self.source = options["source"]
+        self.rate = float(options.get("rate") or 0)
+        self.max_rows = int(options.get("maxRowsPerBatch") or 0)
+        self.offsets = _record_offsets(self.path)
+        self.events = len(self.offsets) - 1
+        self.total = self.events + 1
+        self.clock = None
+        self.calls = 0
+
+    def initialOffset(self):
+        return {"i": 0}
+
+    def _due(self, start):
+        if self.rate <= 0:
+            return self.total
+        now = time.time()
+        if self.clock is None:
+            self.clock = (now, start)
+        anchor, first = self.clock
+        return min(self.total, first + int((now - anchor) * self.rate) + 1)
+
+    def latestOffset(self, start, limit):
+        first = start["i"]
+        if first >= self.total:
+            return start
+        self.calls += 1
+        if self.rate > 0 and self.calls == 1:
+            return {"i": first + 1}
+        due = self._due(first)
+        if due <= first:
+            # Trigger.AvailableNow ends the query the first time nothing is new: wait for the next event.
+            anchor, origin = self.clock
+            time.sleep(max(0.0, anchor + (first - origin) / self.rate - time.time()))
+            due = self._due(first)
+        end = max(first, due)
+        if isinstance(limit, ReadMaxRows):
+            end = min(end, first + limit.max_rows)
+        return {"i": end}
+
+    def getDefaultReadLimit(self):
+        return ReadMaxRows(self.max_rows) if self.max_rows > 0 else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self):
+        pass
+
+    def reportLatestOffset(self):
+        return {"i": self.total}
+
+    def partitions(self, start, end):
+        first, last = start["i"], end["i"]
+        if last <= first:
+            return []
+        clock = (self.clock[0], self.clock[1], self.rate) if self.clock and self.rate > 0 else None
+        return [ReplayPartition(first, last, self.offsets[min(first, self.events)], clock)]
+
+    def read(self, partition):
+        now = time.time()
+        source = self.source
+        index = partition.start
+        with open(self.path, "rb") as handle:
+            handle.seek(partition.byte_start)
+            unpacker = msgpack.Unpacker(handle)
+            while index < min(partition.end, self.events):
+                ts, data = unpacker.unpack()
+                yield (EVENT, source, 0, ts, b"", data, False, self._arrival(partition.clock, index, now), index)
+                index += 1
+        if partition.start <= self.events < partition.end:
+            yield (END, source, 0, INFINITY, b"", b"", False, now, self.events)
+
+    @staticmethod
+    def _arrival(clock, index, now):
+        if clock is None:
+            return now
+        anchor, origin, rate = clock
+        return min(now, anchor + (index - origin) / rate) if index >= origin else now
+
+    def commit(self, end):
+        pass

@@ -1,0 +1,84 @@
+"""The SparkSession FlameSpark runs on: RocksDB state store, quiet logs, workers that see our code."""
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from flamespark.errors import FlameSparkError
+
+LOG_DIR = Path(tempfile.gettempdir()) / "flamespark"
+LOG_FILE = LOG_DIR / "spark.log"
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def check_java():
+    """Raise a clear error when no Java runtime is on this machine."""
+    java_home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") or (java_home and Path(java_home, "bin", "java").exists()):
+        return
+    raise FlameSparkError(
+        "the Spark engine needs a Java 17+ runtime and none was found: install one "
+        "(e.g. `apt-get install openjdk-17-jre-headless`) or run with --engine local"
+    )
+
+
+def _expose_python_path():
+    """Spark's Python workers inherit the JVM's environment: give them this interpreter and path."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    entries = [entry for entry in sys.path if entry and os.path.isdir(entry)]
+    known = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(known + entries).keys()).strip(os.pathsep)
+
+
+def spark_session(master: str | None = None, shards: int | None = None):
+    """Get or build the session; Spark's own output goes to LOG_FILE, not the terminal."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    check_java()
+    _expose_python_path()
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    log4j = LOG_DIR / "log4j2.properties"
+    log4j.write_text(_LOG4J)
+    builder = (
+        SparkSession.builder.master(master or "local[*]")
+        .appName("flamespark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        .config("spark.sql.shuffle.partitions", str(shards or os.cpu_count() or 2))
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    # The JVM and the Python workers it forks inherit file descriptor 2: point it at the log
+    # file while the JVM starts, so Spark's banner and worker chatter stay off the terminal.
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 2)
+    os.close(log)
+    try:
+        session = builder.getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,61 @@
+"""How a physical plan splits into Spark stages, and where each item row goes next."""
+from flamespark.engines.spark.rows import ITEM, item_row, pack_meta, shard_of
+from flamespark.plan import build_plan
+from operators import BufferSort
+
+
+class Topology:
+    """The plan's boundary operators assigned to stages, one keyed Spark operator each.
+
+    Stage 0 ingests the sources; a boundary operator (keyed operator or the
+    baseline's buffer) runs one stage after the latest stage its input comes
+    from, and the keyed operator behind a buffer shares the buffer's stage;
+    stateless operators run inline, in the stage that produced their input.
+    The barrier is the stage after the last one. Rows carry their target and a
+    shard: the key's hash for an operator, the meta's hash for the barrier.
+    """
+
+    def __init__(self, graph, mode: str, shards: int):
+        self.plan = build_plan(graph, mode)
+        self.sources = graph.sources
+        self.shards = shards
+        self.stage_of = {source: 0 for source in self.sources}
+        parents = {}
+        for name, targets in self.plan.downstream.items():
+            for target in targets:
+                parents.setdefault(target, []).append(name)
+        for name, operator in self.plan.operators.items():
+            inputs = [self.stage_of[parent] for parent in parents[name]]
+            if operator.boundary and not self._behind_buffer(parents[name]):
+                self.stage_of[name] = max(inputs) + 1
+            else:
+                self.stage_of[name] = max(inputs)
+        self.stages = max(self.stage_of.values())
+        self.barrier_stage = self.stages + 1
+
+    def _behind_buffer(self, parents) -> bool:
+        return len(parents) == 1 and isinstance(self.plan.operators.get(parents[0]), BufferSort)
+
+    def boundary_operators(self, stage: int) -> dict:
+        """The boundary operators that stage `stage` runs, by name."""
+        return {
+            name: op for name, op in self.plan.operators.items() if op.boundary and self.stage_of[name] == stage
+        }
+
+    def keyed_behind(self, name: str):
+        """The keyed operator whose key shards rows for boundary operator `name`."""
+        operator = self.plan.operators[name]
+        if isinstance(operator, BufferSort):
+            return self.plan.operators[self.plan.downstream[name][0]]
+        return operator
+
+    def rows_after(self, origin: str, item) -> list:
+        """Item rows for everything `item` reaches from `origin` through stateless operators."""
+        rows = []
+        for target, reached in self.plan.route(origin, item):
+            if target in self.plan.sinks:
+                shard = shard_of(pack_meta(reached.meta), self.shards)
+            else:
+                shard = shard_of(self.keyed_behind(target).key_of(reached), self.shards)
+            rows.append(item_row(ITEM, target, shard, reached))
+        return rows

@@ -70,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_disorder_arguments(disorder)
     disorder.set_defaults(handler=disorder_command)
 
+    from flamespark.bench import add_bench_arguments, bench_command
+
+    bench = commands.add_parser("bench", help="compare the optimistic mode with the buffered baseline",
+                                description="Run both modes on the same input (and, with --sweep, on re-disordered "
+                                            "copies of it) and write DIR/report.json, DIR/report.md and plots.")
+    add_bench_arguments(bench)
+    bench.set_defaults(handler=bench_command)
+
     graph = commands.add_parser("graph", help="print a pipeline's logical graph as Graphviz DOT")
     graph.add_argument("pipeline", metavar="PATH.py:ATTR")
     graph.set_defaults(handler=_graph_command)

@@ -1,0 +1,113 @@
+"""The FlameStream paper's inverted index over a stream of documents.
+
+Source `docs` takes `{"ts", "doc_id", "title", "text"}` events (see
+`examples/wiki_events.py`). Two sinks:
+
+- `index`: per document and distinct word, `{"word", "doc_id", "positions",
+  "df"}`, where `df` counts the documents containing the word up to and
+  including this one in event-time order;
+- `documents`: per document, `{"doc_id", "ts", "words", "new_words"}`: its
+  number of distinct words and how many of them it is the first to contain.
+  (Operators and sinks share one namespace, so it cannot be called `docs`.)
+
+Per word, one stateful operator counts documents for `df`; a second one
+only remembers that the word was seen and tags each part `new` or not. A late
+document changes `df` of every later document with its words, but `new` of
+at most the next one, and the second operator's replay stops as soon as its
+state comes out unchanged, so few changes reach the collectors. Each change
+that does replays a collector's state from that part on; collecting in a tree
+(`FAN_IN` parts a node, `LEVELS` levels, then one collector per document)
+keeps that replay to a few dozen steps even for documents of thousands of
+words.
+
+    flamespark run examples/inverted_index.py --input docs=events.jsonl --out out/
+"""
+import re
+from functools import partial
+
+import flamespark as fs
+
+WORD = re.compile(r"[^\W\d_]+")
+FAN_IN = 8
+LEVELS = 3
+
+
+def tokens(text: str) -> list:
+    return WORD.findall(text.lower())
+
+
+def split_document(doc) -> list:
+    """One part per distinct word, in order of first occurrence, numbered, with the document's word count."""
+    positions = {}
+    for index, word in enumerate(tokens(doc["text"])):
+        positions.setdefault(word, []).append(index)
+    words = len(positions)
+    return [
+        {"word": word, "doc_id": doc["doc_id"], "positions": where, "ts": doc["ts"], "words": words, "index": i}
+        for i, (word, where) in enumerate(positions.items())
+    ]
+
+
+def count_documents(df, part):
+    """Per word: the state is just the number of documents seen so far."""
+    df = (df or 0) + 1
+    return df, [{"word": part["word"], "doc_id": part["doc_id"], "positions": part["positions"], "df": df}]
+
+
+def first_document(seen, part):
+    """Per word: was it seen before? The collectors' input, without positions."""
+    return 1, [{"doc_id": part["doc_id"], "ts": part["ts"], "words": part["words"], "index": part["index"],
+                "new": 0 if seen else 1}]
+
+
+def nodes(words: int, level: int) -> int:
+    """How many collector nodes a document of `words` words has at `level` (level 0: its postings)."""
+    for _ in range(level):
+        words = -(-words // FAN_IN)
+    return words
+
+
+def collect(level, state, part):
+    """Count a node's parts; once all arrived, emit the node's sum and forget it.
+
+    Below the top (`level <= LEVELS`) a node gathers up to FAN_IN parts of the
+    level under it; the top node gathers all of them for the document.
+    """
+    seen, new = state or (0, 0)
+    seen, new = seen + 1, new + part["new"]
+    below = nodes(part["words"], level - 1)
+    top = level > LEVELS
+    expected = below if top else min(FAN_IN, below - part["index"] // FAN_IN * FAN_IN)
+    if seen < expected:
+        return [seen, new], []
+    record = {"doc_id": part["doc_id"], "ts": part["ts"], "words": part["words"]}
+    return None, [{**record, "new_words": new} if top else {**record, "index": part["index"] // FAN_IN, "new": new}]
+
+
+def has_no_words(doc) -> bool:
+    return not tokens(doc["text"])
+
+
+def empty_document(doc) -> dict:
+    return {"doc_id": doc["doc_id"], "ts": doc["ts"], "words": 0, "new_words": 0}
+
+
+def build() -> fs.Graph:
+    g = fs.Graph("inverted_index")
+    docs = g.source("docs")
+    parts = docs.flat_map(split_document, name="split")
+    parts.stateful(key=lambda part: part["word"], update=count_documents, name="postings").sink("index")
+    parts = parts.stateful(key=lambda part: part["word"], update=first_document, name="first_seen")
+    for level in range(1, LEVELS + 1):
+        parts = parts.stateful(key=lambda p: [p["doc_id"], p["index"] // FAN_IN], update=partial(collect, level),
+                               name=f"collect_{level}")
+    empty = docs.filter(has_no_words, name="no_words").map(empty_document, name="empty_document")
+    (
+        parts.stateful(key=lambda p: p["doc_id"], update=partial(collect, LEVELS + 1), name="collect")
+        .union(empty, name="document_records")
+        .sink("documents")
+    )
+    return g
+
+
+graph = build()

@@ -1,0 +1,289 @@
+"""`flamespark bench`: the optimistic mode against the buffered baseline on the same input.
+
+Writes DIR/report.json, DIR/report.md and DIR/latency.png; with
+`--sweep percent=0,10,30,50` also reruns both modes on inputs re-disordered
+at each percent (from the input sorted by ts) and writes DIR/sweep.png.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from flamespark.api import run
+from flamespark.cli import add_run_arguments
+from flamespark.disorder import _stddev_arg, count_inversions, count_runs, disorder_events
+from flamespark.jsonl import read_events, write_atomic
+from flamespark.loader import load_graph
+from flamespark.plan import MODES
+from flamespark.result import PERCENTILES
+from flamespark.runner import check_inputs
+
+
+def _sweep_arg(text: str) -> list:
+    name, sep, values = text.partition("=")
+    if name != "percent" or not sep:
+        raise argparse.ArgumentTypeError(f"expected percent=P1,P2,..., got {text!r}")
+    try:
+        points = [float(value) for value in values.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"percentages must be numbers, got {values!r}") from None
+    if not all(0 <= p <= 100 for p in points):
+        raise argparse.ArgumentTypeError(f"percentages must be between 0 and 100, got {values!r}")
+    return points
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser):
+    add_run_arguments(parser)
+    parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=_sweep_arg,
+                        help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
+    parser.add_argument("--stddev-ms", metavar="MS", type=_stddev_arg, default=1000.0,
+                        help="delay standard deviation of the sweep (default: 1000)")
+    parser.add_argument("--seed", metavar="S", type=int, default=0, help="random seed of the sweep (default: 0)")
+
+
+def _progress(text: str):
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+class Pacer:
+    """Shared pacing of all sources: the k-th event overall is handed out no earlier than k / rate s after the first."""
+
+    def __init__(self, rate: float):
+        self.interval = 1.0 / rate
+        self.start = None
+        self.count = 0
+
+    def pace(self, events):
+        for event in events:
+            now = time.perf_counter()
+            if self.start is None:
+                self.start = now
+            delay = self.start + self.count * self.interval - now
+            if delay > 0:
+                time.sleep(delay)
+            self.count += 1
+            yield event
+
+
+def run_mode(graph, inputs: dict, mode: str, args, label: str):
+    """One run; returns the Result and its raw per-output latencies (None if the engine keeps none)."""
+    if args.engine == "local":
+        from flamespark.engines.local import LocalRun
+
+        if args.rate:
+            pacer = Pacer(args.rate)
+            inputs = {name: pacer.pace(events) for name, events in inputs.items()}
+        engine = LocalRun(graph, mode, args.reorder_latency, args.late)
+        return engine.run(inputs), engine.latencies_ms
+    base = args.checkpoint or Path(args.out) / "_checkpoint"
+    checkpoint = base / label / mode
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    result = run(graph, inputs, engine="spark", mode=mode, reorder_latency=args.reorder_latency, late=args.late,
+                 rate=args.rate, master=args.master, checkpoint=checkpoint)
+    return result, getattr(result, "latencies_ms", None)
+
+
+def compare(graph, events: dict, args, label: str, inputs: dict) -> tuple[dict, dict]:
+    """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
+
+    `events` are the (ts, payload) pairs per source in arrival order. Returns
+    the report entry and each mode's raw latencies.
+    """
+    entry = {"input": input_facts(events)}
+    outputs, latencies = {}, {}
+    for mode in MODES:
+        _progress(f"{label}: {mode} ...")
+        result, latencies[mode] = run_mode(graph, inputs, mode, args, label)
+        metrics = result.metrics
+        _progress(f"{label}: {mode} done in {_number(metrics.get('wall_s'))} s, "
+                  f"replay ratio {_number(metrics.get('replay_ratio'), 3)}, p50 {_number(metrics['latency_ms']['p50'], 1)} ms")
+        entry[mode] = metrics
+        outputs[mode] = result.outputs
+    optimistic = entry["optimistic"]
+    entry["input"]["late"] = optimistic.get("late_dropped", 0) + optimistic.get("late_adjusted", 0)
+    entry["outputs_equal"] = outputs["optimistic"] == outputs["buffered"]
+    return entry, latencies
+
+
+def input_facts(events: dict) -> dict:
+    per_source = {}
+    for name, pairs in events.items():
+        stamps = [ts for ts, _ in pairs]
+        per_source[name] = {"events": len(stamps), "inversions": count_inversions(stamps), "runs": count_runs(stamps)}
+    return {"events": sum(s["events"] for s in per_source.values()), "sources": per_source}
+
+
+def machine() -> dict:
+    return {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def sweep(graph, events: dict, args) -> list:
+    """Both modes at every disorder percent of `args.sweep`, from the events sorted by ts."""
+    ordered = {name: sorted(pairs, key=lambda pair: pair[0]) for name, pairs in events.items()}
+    points = []
+    for percent in args.sweep:
+        disordered = {}
+        for index, (name, pairs) in enumerate(ordered.items()):
+            order = disorder_events([{"ts": ts, "at": i} for i, (ts, _) in enumerate(pairs)],
+                                    percent, args.stddev_ms, args.seed + index)
+            disordered[name] = [pairs[e["at"]] for e in order]
+        entry, _ = compare(graph, disordered, args, f"percent_{percent:g}", disordered)
+        entry.update(percent=percent, stddev_ms=args.stddev_ms, seed=args.seed)
+        points.append(entry)
+    return points
+
+
+def bench(args) -> dict:
+    """Run the benchmark of `args` and write its report files under `args.out`."""
+    graph = load_graph(args.pipeline)
+    paths = check_inputs(graph, args.input)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    events = {name: read_events(path) for name, path in paths.items()}
+    main, latencies = compare(graph, events, args, "input", events if args.engine == "local" else paths)
+    report = {
+        "pipeline": args.pipeline,
+        "engine": args.engine,
+        "reorder_latency": args.reorder_latency,
+        "late_policy": args.late,
+        "rate": args.rate,
+        "machine": machine(),
+        **main,
+    }
+    plot_latency(latencies, report, out / "latency.png")
+    if args.sweep:
+        report["sweep"] = sweep(graph, events, args)
+        plot_sweep(report["sweep"], out / "sweep.png")
+    write_atomic(out / "report.md", markdown(report))
+    write_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def bench_command(args) -> int:
+    report = bench(args)
+    equal = report["outputs_equal"] and all(p["outputs_equal"] for p in report.get("sweep", []))
+    _progress(f"report in {Path(args.out) / 'report.md'}" + ("" if equal else "; OUTPUTS DIFFER between modes"))
+    return 0 if equal else 1
+
+
+# ----------------------------------------------------------------- report
+
+
+def _number(value, digits=2) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.{digits}f}"
+
+
+ROWS = [
+    ("events", lambda m: m["events"]),
+    ("released", lambda m: m.get("released")),
+    ("arrived at barrier", lambda m: m.get("arrived_at_barrier")),
+    ("tombstones", lambda m: m.get("tombstones")),
+    ("replay ratio", lambda m: m.get("replay_ratio")),
+    ("late (dropped + adjusted)", lambda m: m.get("late_dropped", 0) + m.get("late_adjusted", 0)),
+    ("peak buffered items", lambda m: m.get("peak_buffered")),
+    ("events/s", lambda m: m.get("events_per_s")),
+    ("wall time (s)", lambda m: m.get("wall_s")),
+] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
+
+
+def markdown(report: dict) -> str:
+    facts = report["input"]
+    lines = [
+        f"# FlameSpark bench: `{report['pipeline']}`",
+        "",
+        f"Engine `{report['engine']}`, reorder latency {report['reorder_latency']} ms, late policy "
+        f"`{report['late_policy']}`, rate {report['rate'] or 'unpaced'}; {facts['events']:,} events "
+        f"({facts['late']} late). Machine: {report['machine']['cores']} cores, Python {report['machine']['python']}, "
+        f"{report['machine']['platform']}.",
+        "",
+        "| | optimistic | buffered |",
+        "|---|---:|---:|",
+    ]
+    for label, get in ROWS:
+        lines.append(f"| {label} | {_number(get(report['optimistic']))} | {_number(get(report['buffered']))} |")
+    lines += ["", f"Outputs equal: **{'yes' if report['outputs_equal'] else 'NO'}**. Latency plot: `latency.png`.", ""]
+    if "sweep" in report:
+        lines += [
+            "## Disorder sweep",
+            "",
+            "| disorder % | inversions | late | replay ratio | p50 opt / buf (ms) | p99 opt / buf (ms) "
+            "| events/s opt / buf | equal |",
+            "|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for point in report["sweep"]:
+            opt, buf = point["optimistic"], point["buffered"]
+            inversions = sum(s["inversions"] for s in point["input"]["sources"].values())
+
+            def pair(key):
+                return " / ".join(_number(m["latency_ms"][key], 1) for m in (opt, buf))
+
+            lines.append(
+                f"| {point['percent']:g} | {inversions:,} | {point['input']['late']} | {_number(opt['replay_ratio'], 3)} "
+                f"| {pair('p50')} | {pair('p99')} | {_number(opt['events_per_s'], 1)} / {_number(buf['events_per_s'], 1)} "
+                f"| {'yes' if point['outputs_equal'] else 'NO'} |"
+            )
+        lines += ["", f"Delays |N(0, {report['sweep'][0]['stddev_ms']:g} ms)|, seed {report['sweep'][0]['seed']}. "
+                      "Plot: `sweep.png`.", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ plots
+
+
+def _figure(columns: int):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(6.4 * columns, 4.4), layout="constrained")
+
+
+def plot_latency(latencies: dict, report: dict, path: Path):
+    """CDF of per-output latency per mode (from the percentiles when raw latencies are missing)."""
+    figure = _figure(1)
+    axes = figure.add_subplot()
+    for mode in MODES:
+        values = latencies.get(mode)
+        if values:
+            x = np.sort(np.asarray(values, dtype=float))
+            axes.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=mode)
+        else:
+            summary = report[mode]["latency_ms"]
+            points = [(summary[f"p{p}"], p / 100) for p in PERCENTILES if summary.get(f"p{p}") is not None]
+            if points:
+                axes.plot(*zip(*points), marker="o", label=f"{mode} (percentiles)")
+    axes.set_xlabel("latency from the completing event's arrival to release (ms)")
+    axes.set_ylabel("share of released outputs")
+    axes.set_title("Per-output latency")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.savefig(path, dpi=110)
+
+
+def plot_sweep(points: list, path: Path):
+    """Replay ratio and p50/p99 latency of both modes against the disorder percent."""
+    figure = _figure(2)
+    replay, latency = figure.subplots(1, 2)
+    percents = [point["percent"] for point in points]
+    for mode, color in zip(MODES, ("C0", "C1")):
+        replay.plot(percents, [point[mode]["replay_ratio"] for point in points], color=color, marker="o", label=mode)
+        for key, style in (("p50", "-"), ("p99", "--")):
+            values = [point[mode]["latency_ms"][key] for point in points]
+            latency.plot(percents, [np.nan if v is None else v for v in values], style, color=color, marker="o",
+                         label=f"{mode} {key}")
+    replay.set_title("Replay ratio (arrived at barrier / released)")
+    latency.set_title("Output latency")
+    latency.set_ylabel("ms")
+    for axes in (replay, latency):
+        axes.set_xlabel("disordered events (%)")
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.savefig(path, dpi=110)

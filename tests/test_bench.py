@@ -1,0 +1,78 @@
+"""`flamespark bench` on the local engine: report files, keys, equal outputs, sweep points."""
+import json
+from pathlib import Path
+
+import pytest
+
+from flamespark.bench import _sweep_arg
+from flamespark.cli import main
+from flamespark.disorder import disorder_events
+from flamespark.jsonl import write_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = f"{ROOT / 'examples' / 'inverted_index.py'}:graph"
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+
+
+@pytest.fixture
+def events_file(tmp_path):
+    """30 small documents, 30 % of them delayed; one of them beyond the 200 ms reorder latency."""
+    docs = [{"ts": i * 50, "doc_id": i, "title": f"d{i}", "text": " ".join(WORDS[i % 7: i % 7 + 1 + i % 5])}
+            for i in range(30)]
+    arrival = disorder_events(docs, percent=30, stddev_ms=150, seed=3)
+    arrival.remove(docs[5])
+    arrival.append(docs[5])
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, arrival)
+    return path
+
+
+def bench(tmp_path, events_file, *extra):
+    out = tmp_path / "bench"
+    argv = ["bench", PIPELINE, "--input", f"docs={events_file}", "--out", str(out), "--engine", "local",
+            "--reorder-latency", "200", *extra]
+    assert main(argv) == 0
+    return out, json.loads((out / "report.json").read_text())
+
+
+def test_report_compares_both_modes(tmp_path, events_file, capsys):
+    out, report = bench(tmp_path, events_file)
+    assert {"report.json", "report.md", "latency.png"} <= {p.name for p in out.iterdir()}
+    assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report["outputs_equal"] is True
+    assert report["engine"] == "local" and report["reorder_latency"] == 200
+    assert set(report["machine"]) == {"cores", "python", "platform"}
+    assert report["input"]["events"] == 30 and report["input"]["late"] == 1
+    assert report["input"]["sources"]["docs"]["inversions"] > 0
+    for mode in ("optimistic", "buffered"):
+        metrics = report[mode]
+        for key in ("events", "released", "tombstones", "replay_ratio", "late_dropped", "peak_buffered",
+                    "events_per_s", "wall_s"):
+            assert key in metrics
+        assert set(metrics["latency_ms"]) >= {"p50", "p75", "p95", "p99"}
+        assert metrics["late_dropped"] == 1
+    assert report["optimistic"]["replay_ratio"] > 1.0
+    assert report["buffered"]["replay_ratio"] == 1.0
+    assert "sweep" not in report and not (out / "sweep.png").exists()
+    markdown = (out / "report.md").read_text()
+    assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown
+    assert "bench: input: optimistic" in capsys.readouterr().err
+
+
+def test_sweep_runs_both_modes_at_every_percent(tmp_path, events_file):
+    out, report = bench(tmp_path, events_file, "--sweep", "percent=0,30,60", "--stddev-ms", "100", "--seed", "4")
+    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    points = report["sweep"]
+    assert [p["percent"] for p in points] == [0, 30, 60]
+    assert all(p["outputs_equal"] and p["input"]["events"] == 30 for p in points)
+    assert points[0]["input"]["sources"]["docs"]["inversions"] == 0
+    assert points[0]["optimistic"]["replay_ratio"] == 1.0
+    assert points[2]["input"]["sources"]["docs"]["inversions"] > 0
+    assert all(p["stddev_ms"] == 100 and p["seed"] == 4 for p in points)
+    assert "## Disorder sweep" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("text", ["percent=", "percent=5,x", "ratio=10", "percent=120"])
+def test_bad_sweeps_are_rejected(text):
+    with pytest.raises(Exception, match="percent"):
+        _sweep_arg(text)

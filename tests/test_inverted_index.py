@@ -1,0 +1,125 @@
+"""The inverted-index example: exact records on hand-made documents, exactness on the Wikipedia sample."""
+import importlib.util
+import itertools
+import string
+from pathlib import Path
+
+import pytest
+
+import flamespark as fs
+from flamespark.disorder import disorder_events
+from tests.reference import reference_run
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "enwiki-sample.xml.bz2"
+MODES = ["optimistic", "buffered"]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+example = load("inverted_index")
+
+
+def doc(ts, doc_id, text):
+    return ts, {"ts": ts, "doc_id": doc_id, "title": f"T{doc_id}", "text": text}
+
+
+DOCS = [
+    doc(0, 1, "The cat sat on the mat."),
+    doc(10, 2, "A cat, a dog; 2 dogs_and cats!"),
+    doc(20, 3, "123 -- 456"),
+    doc(30, 4, "Über the DOG"),
+]
+
+INDEX = [
+    {"word": "the", "doc_id": 1, "positions": [0, 4], "df": 1},
+    {"word": "cat", "doc_id": 1, "positions": [1], "df": 1},
+    {"word": "sat", "doc_id": 1, "positions": [2], "df": 1},
+    {"word": "on", "doc_id": 1, "positions": [3], "df": 1},
+    {"word": "mat", "doc_id": 1, "positions": [5], "df": 1},
+    {"word": "a", "doc_id": 2, "positions": [0, 2], "df": 1},
+    {"word": "cat", "doc_id": 2, "positions": [1], "df": 2},
+    {"word": "dog", "doc_id": 2, "positions": [3], "df": 1},
+    {"word": "dogs", "doc_id": 2, "positions": [4], "df": 1},
+    {"word": "and", "doc_id": 2, "positions": [5], "df": 1},
+    {"word": "cats", "doc_id": 2, "positions": [6], "df": 1},
+    {"word": "über", "doc_id": 4, "positions": [0], "df": 1},
+    {"word": "the", "doc_id": 4, "positions": [1], "df": 2},
+    {"word": "dog", "doc_id": 4, "positions": [2], "df": 2},
+]
+
+DOCUMENTS = [
+    {"doc_id": 1, "ts": 0, "words": 5, "new_words": 5},
+    {"doc_id": 2, "ts": 10, "words": 6, "new_words": 5},
+    {"doc_id": 3, "ts": 20, "words": 0, "new_words": 0},
+    {"doc_id": 4, "ts": 30, "words": 3, "new_words": 1},
+]
+
+
+def test_sources_and_sinks():
+    assert example.graph.sources == ["docs"]
+    assert sorted(example.graph.sinks) == ["documents", "index"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("arrival", [DOCS, DOCS[::-1], [DOCS[2], DOCS[3], DOCS[0], DOCS[1]]],
+                         ids=["in_order", "reversed", "shuffled"])
+def test_hand_made_documents(mode, arrival):
+    result = fs.run(example.graph, {"docs": arrival}, mode=mode, reorder_latency=30)
+    assert result.outputs == {"index": INDEX, "documents": DOCUMENTS}
+    assert result.late == []
+
+
+def words(count, offset=0):
+    letters = ("".join(p) for p in itertools.product(string.ascii_lowercase, repeat=3))
+    return list(itertools.islice(letters, offset, offset + count))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_long_documents_span_every_collector_level(mode):
+    """More distinct words than the collector tree's leaves (FAN_IN ** LEVELS), with late shared words."""
+    size = example.FAN_IN ** example.LEVELS + 3
+    docs = [
+        doc(0, 1, " ".join(words(size))),
+        doc(5, 2, " ".join(words(40, offset=size - 20))),
+        doc(9, 3, " ".join(words(size + 7, offset=30) * 2)),
+    ]
+    result = fs.run(example.graph, {"docs": docs[::-1]}, mode=mode, reorder_latency=10)
+    assert result.outputs == reference_run(example.graph, {"docs": docs})
+    assert result.outputs["documents"] == [
+        {"doc_id": 1, "ts": 0, "words": size, "new_words": size},
+        {"doc_id": 2, "ts": 5, "words": 40, "new_words": 20},
+        {"doc_id": 3, "ts": 9, "words": size + 7, "new_words": 17},
+    ]
+    assert result.outputs["index"][-1]["positions"] == [size + 6, 2 * size + 13]
+
+
+PAGES = 100
+TEXT_CHARS = 5000  # long pages cut short to keep the test fast; the test above covers long documents
+SEED = 26  # with these pages, one document arrives later than the reorder latency
+
+
+@pytest.fixture(scope="module")
+def wiki_events():
+    if not SAMPLE.exists():
+        pytest.skip(f"sample dump not found at {SAMPLE}")
+    pages = itertools.islice(load("wiki_events").iter_pages(SAMPLE), PAGES)
+    return [{"ts": i * 50, **page, "text": page["text"][:TEXT_CHARS]} for i, page in enumerate(pages)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wikipedia_sample_with_disorder_matches_in_order_run(wiki_events, mode):
+    arrival = disorder_events(wiki_events, percent=30, stddev_ms=1000, seed=SEED)
+    result = fs.run(example.graph, {"docs": [(e["ts"], e) for e in arrival]}, mode=mode, reorder_latency=3000)
+    late = {letter["payload"]["doc_id"] for letter in result.late}
+    assert len(late) == 1
+    kept = [(e["ts"], e) for e in wiki_events if e["doc_id"] not in late]
+    assert result.outputs == reference_run(example.graph, {"docs": kept})
+    assert len(result.outputs["documents"]) == PAGES - 1
+    if mode == "optimistic":
+        assert result.metrics["tombstones"] > 0

@@ -27,6 +27,10 @@ class Barrier:
     def __len__(self):
         return len(self._sorter)
 
+    def earliest(self):
+        """The smallest event time held, or None."""
+        return self._sorter.min_ts if len(self._sorter) else None
+
     def push(self, sink: str, item):
         if item.meta.ts <= self.horizon:
             kind = "tombstone" if item.tombstone else "item"

@@ -22,9 +22,19 @@ def load_graph(spec: str) -> Graph:
         module_spec.loader.exec_module(module)
     finally:
         sys.path.pop(0)
+    _pickle_by_value(module)
     graph = getattr(module, attr, None)
     if callable(graph) and not isinstance(graph, Graph):
         graph = graph()
     if not isinstance(graph, Graph):
         raise InputError(f"{path_text} has no flamespark.Graph named {attr!r}")
     return graph
+
+
+def _pickle_by_value(module):
+    """Spark's workers cannot import a module loaded from a path: ship its functions by value."""
+    try:
+        from pyspark import cloudpickle
+    except ImportError:
+        return
+    cloudpickle.register_pickle_by_value(module)

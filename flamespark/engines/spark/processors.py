@@ -17,7 +17,9 @@ from barrier.barrier import Barrier
 from barrier.late import LatePolicy
 from flamespark.codec import pack, unpack
 from flamespark.engines.spark.rows import (
+    COLUMNS,
     END,
+    EVENT_TIME_SHIFT_MS,
     ITEM,
     LATE,
     METRIC,
@@ -30,8 +32,10 @@ from flamespark.engines.spark.rows import (
     frame,
     item_row,
     row_item,
+    with_event_time,
 )
 from flamespark.ingest import EventMinter
+from operators import BufferSort
 from operators.bucket import Bucket
 
 STATE_SCHEMA = "blob BINARY"
@@ -135,8 +139,63 @@ class IngestProcessor(BlobProcessor):
         yield frame(out)
 
 
+class KeyedStore:
+    """The buckets of one stage's keyed operators, kept per operator and key as msgpack blobs.
+
+    Only the buckets a batch touches are decoded, and only they are written back.
+    """
+
+    def __init__(self, operators: dict, stored: dict, horizon):
+        self.operators = operators
+        self.stored = stored
+        self.touched = {name: set() for name in operators}
+        for name, operator in operators.items():
+            operator.buckets = {}
+            operator.horizon = horizon
+            operator.load_bucket = self._loader(operator, stored.setdefault(name, {}), self.touched[name])
+
+    @staticmethod
+    def _loader(operator, stored, touched):
+        def load(key_data):
+            touched.add(key_data)
+            blob = stored.get(key_data)
+            return None if blob is None else Bucket.load(operator.window, msgpack.unpackb(blob))
+
+        return load
+
+    def punctuate(self, time):
+        for operator in self.operators.values():
+            operator.punctuate(time)
+
+    def save(self) -> dict:
+        for name, operator in self.operators.items():
+            stored = self.stored[name]
+            for key_data in self.touched[name] | set(operator.buckets):
+                bucket = operator.buckets.get(key_data)
+                if bucket:
+                    stored[key_data] = msgpack.packb(bucket.dump())
+                else:
+                    stored.pop(key_data, None)
+        return self.stored
+
+
+def _apply(topology, items) -> list:
+    """Run `(operator, item)` pairs in meta order; rows for everything their results reach."""
+    out = []
+    for operator, item in sorted(items, key=lambda pair: pair[1].identity):
+        for result in operator.process(item):
+            out.extend(topology.rows_after(operator.name, result))
+    return out
+
+
+def _split(batch, targets):
+    """Rows for `targets`, and the rows that only pass through (neither those nor punctuations)."""
+    for_me = (batch["kind"] == ITEM) & batch["target"].isin(list(targets))
+    return batch[for_me], batch[~for_me & (batch["kind"] != PUNCT)]
+
+
 class StageProcessor(BlobProcessor):
-    """One stage of boundary operators, one group per shard; buckets kept per operator and key."""
+    """One stage of keyed operators, one group per shard, driven by punctuation rows."""
 
     def __init__(self, topology, stage: int):
         self.topology = topology
@@ -148,83 +207,165 @@ class StageProcessor(BlobProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        topology = self.topology
         state = self.load({"horizons": {}, "buckets": {}})
-        horizons = Horizons(topology.sources, state["horizons"])
-        store = state["buckets"]
+        horizons = Horizons(self.topology.sources, state["horizons"])
         batch = concat(rows)
-        for_me = (batch["kind"] == ITEM) & batch["target"].isin(list(self.operators))
-        passing = batch[~for_me & (batch["kind"] != PUNCT)]
+        mine, passing = _split(batch, self.operators)
         if len(passing):
-            yield passing
-        mine = batch[for_me]
-        touched = {name: set() for name in self.operators}
-        for name, operator in self.operators.items():
-            operator.buckets = {}
-            operator.horizon = horizons.time
-            stored = store.setdefault(name, {})
-            operator.load_bucket = self._loader(operator, stored, touched[name])
-        items = sorted(((row.target, row_item(row)) for row in mine.itertuples(index=False)),
-                       key=lambda pair: pair[1].identity)
-        out = []
-        for target, item in items:
-            operator = self.operators[target]
-            for result in operator.process(item):
-                out.extend(topology.rows_after(target, result))
+            yield passing[COLUMNS]
+        store = KeyedStore(self.operators, state["buckets"], horizons.time)
+        out = _apply(self.topology, [(self.operators[row.target], row_item(row)) for row in mine.itertuples(index=False)])
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
-        for operator in self.operators.values():
-            operator.punctuate(horizons.time)
-        for name, operator in self.operators.items():
-            stored = store[name]
-            for key_data in touched[name] | set(operator.buckets):
-                bucket = operator.buckets.get(key_data)
-                if bucket:
-                    stored[key_data] = msgpack.packb(bucket.dump())
-                else:
-                    stored.pop(key_data, None)
+        store.punctuate(horizons.time)
+        state["buckets"] = store.save()
         state["horizons"] = horizons.dump()
         self.save(state)
         if shard == 0 and advanced:
-            out.extend(_punctuation_rows(advanced, topology.shards))
+            out.extend(_punctuation_rows(advanced, self.topology.shards))
         if out:
             yield frame(out)
 
-    @staticmethod
-    def _loader(operator, stored, touched):
-        def load(key_data):
-            touched.add(key_data)
-            blob = stored.get(key_data)
-            return None if blob is None else Bucket.load(operator.window, msgpack.unpackb(blob))
 
-        return load
+class BufferedStageProcessor(BlobProcessor):
+    """The baseline's stage, as a Spark user writes it: buffer per shard, release on event-time timers.
 
+    Items wait in the state until Spark's watermark (the previous batch's
+    maximum event time minus the delay) reaches them; a timer at the earliest
+    buffered time fires then, and the released items go to the keyed operator
+    in meta order. Punctuation rows only pass through, to the barrier.
+    """
 
-class BarrierProcessor(BlobProcessor):
-    """The barrier, one group per shard: releases in the batch whose punctuation covers an item."""
-
-    def __init__(self, topology):
+    def __init__(self, topology, stage: int):
         self.topology = topology
+        self.stage = stage
+
+    def init(self, handle):
+        super().init(handle)
+        self.handle = handle
+        self.buffers = {
+            name: self.topology.keyed_behind(name)
+            for name, op in self.topology.boundary_operators(self.stage).items()
+            if isinstance(op, BufferSort)
+        }
+        self.keyed = {op.name: op for op in self.buffers.values()}
 
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"horizons": {}, "barrier": None})
-        horizons = Horizons(self.topology.sources, state["horizons"])
-        barrier = Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
+        state = self.load({"buffered": [], "buckets": {}, "timer": None})
+        batch = concat(rows)
+        mine, passing = _split(batch, self.buffers)
+        if len(passing):
+            yield with_event_time(passing)
+        state["buffered"].extend(
+            [row.target, row.ts, row.meta, row.payload, row.arrival] for row in mine.itertuples(index=False)
+        )
+        self._arm(state)
+        self.save(state)
+        punctuations = batch[batch["kind"] == PUNCT]
+        if shard == 0 and len(punctuations):
+            out = [control_row(PUNCT, row.target, s, row.ts) for row in punctuations.itertuples(index=False)
+                   for s in range(self.topology.shards)]
+            yield with_event_time(frame(out))
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        watermark = timerValues.getCurrentWatermarkInMs()
+        final = watermark - EVENT_TIME_SHIFT_MS
+        state = self.load({"buffered": [], "buckets": {}, "timer": None})
+        state["timer"] = None
+        ready = [entry for entry in state["buffered"] if entry[1] <= final]
+        state["buffered"] = [entry for entry in state["buffered"] if entry[1] > final]
+        store = KeyedStore(self.keyed, state["buckets"], final)
+        items = []
+        for target, ts, meta, data, arrival in ready:
+            row = _Row(meta, data, arrival)
+            items.append((self.buffers[target], row_item(row)))
+        out = _apply(self.topology, items)
+        store.punctuate(final)
+        state["buckets"] = store.save()
+        self._arm(state)
+        self.save(state)
+        if out:
+            yield with_event_time(frame(out), released_at=watermark)
+
+    def _arm(self, state):
+        """Keep one timer, at the earliest buffered event time."""
+        earliest = min((entry[1] for entry in state["buffered"]), default=None)
+        timer = None if earliest is None else earliest + EVENT_TIME_SHIFT_MS
+        if timer == state["timer"]:
+            return
+        if state["timer"] is not None:
+            self.handle.deleteTimer(state["timer"])
+        if timer is not None:
+            self.handle.registerTimer(timer)
+        state["timer"] = timer
+
+
+class _Row:
+    """The fields `row_item` reads, for items kept in a buffer."""
+
+    __slots__ = ("meta", "payload", "tombstone", "arrival")
+
+    def __init__(self, meta, payload, arrival):
+        self.meta, self.payload, self.tombstone, self.arrival = meta, payload, False, arrival
+
+
+class BarrierProcessor(BlobProcessor):
+    """The barrier, one group per shard.
+
+    Optimistic: releases in the batch whose punctuation rows cover an item.
+    Buffered (`timed`): items come from the baseline's buffers, which Spark's
+    watermark drives, so the barrier releases below the watermark too, with a
+    timer at its earliest item so that it also flushes in batches without input.
+    """
+
+    def __init__(self, topology, timed=False):
+        self.topology = topology
+        self.timed = timed
+
+    def init(self, handle):
+        super().init(handle)
+        self.handle = handle
+
+    def handleInputRows(self, key, rows, timerValues):
+        state = self.load({"horizons": {}, "barrier": None, "timer": None})
         batch = concat(rows)
         passing = batch[batch["kind"].isin([LATE, METRIC])]
         if len(passing):
-            yield passing
+            yield passing[COLUMNS]
+        barrier = Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
         for row in batch[batch["kind"] == ITEM].itertuples(index=False):
             barrier.push(row.target, row_item(row))
+        if self.timed:
+            time_now = timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS
+        else:
+            horizons = Horizons(self.topology.sources, state["horizons"])
+            horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
+            state["horizons"] = horizons.dump()
+            time_now = horizons.time
+        yield from self._release(key[0], state, barrier, time_now)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        state = self.load({"horizons": {}, "barrier": None, "timer": None})
+        state["timer"] = None
+        barrier = Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
+        yield from self._release(key[0], state, barrier, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
+
+    def _release(self, shard, state, barrier, time_now):
         held = len(barrier)
-        horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
-        released = barrier.punctuate(horizons.time)
-        state["horizons"] = horizons.dump()
+        released = barrier.punctuate(time_now)
+        if self.timed:
+            earliest = barrier.earliest()
+            timer = None if earliest is None else earliest + EVENT_TIME_SHIFT_MS
+            if timer is not None and timer != state["timer"]:
+                if state["timer"] is not None:
+                    self.handle.deleteTimer(state["timer"])
+                self.handle.registerTimer(timer)
+                state["timer"] = timer
         state["barrier"] = barrier.dump()
         self.save(state)
         out = [item_row(OUT, sink, shard, item) for sink, item in released]
         out.append(_metric_row("barrier", shard, {
             "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
-            "held": held, "horizon": encode_time(horizons.time), "at": time.time(),
+            "held": held, "horizon": encode_time(barrier.horizon), "at": time.time(),
         }))
         yield frame(out)

@@ -6,11 +6,29 @@ import tempfile
 import time
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
 from flamespark import errors
 from flamespark.engines.spark.collector import BatchCollector, assemble
-from flamespark.engines.spark.processors import BarrierProcessor, IngestProcessor, StageProcessor
+from flamespark.engines.spark.processors import (
+    BarrierProcessor,
+    BufferedStageProcessor,
+    IngestProcessor,
+    StageProcessor,
+)
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
-from flamespark.engines.spark.rows import LATE, METRIC, OUT, ROW_SCHEMA
+from flamespark.engines.spark.rows import (
+    END_OF_TIME_MS,
+    EVENT_TIME_SHIFT_MS,
+    INFINITY,
+    ITEM,
+    LATE,
+    METRIC,
+    OUT,
+    PUNCT,
+    ROW_SCHEMA,
+    TIMED_SCHEMA,
+)
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
 from flamespark.errors import FlameSparkError, InputError
@@ -33,10 +51,30 @@ def _encoded_events(source, events):
         yield ts, encode(payload, source, Meta(ts, source, 0, ()))
 
 
-def _process(stream, processor, group_column):
+def _process(stream, processor, group_column, timed=False, keep_event_time=False):
+    """A keyed stage; `timed` ones run on event-time timers and may pass the event-time column on."""
     return stream.groupBy(group_column).transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=ROW_SCHEMA, outputMode="Append", timeMode="None"
+        statefulProcessor=processor,
+        outputStructType=TIMED_SCHEMA if keep_event_time else ROW_SCHEMA,
+        outputMode="Append",
+        timeMode="EventTime" if timed else "None",
+        eventTimeColumnName="event_time" if keep_event_time else "",
     )
+
+
+def _watermarked(stream, reorder_latency):
+    """The baseline's event-time column and Spark watermark (see rows.TIMED_SCHEMA).
+
+    Spark treats a row at or below its watermark as late; a delay of
+    `reorder_latency + 1` ms makes its watermark equal to FlameSpark's
+    punctuation, so both agree on what is late and what is final.
+    """
+    event_time = (
+        F.when(F.col("kind") == ITEM, F.timestamp_millis(F.col("ts") + EVENT_TIME_SHIFT_MS))
+        .when((F.col("kind") == PUNCT) & (F.col("ts") >= INFINITY), F.timestamp_millis(F.lit(END_OF_TIME_MS)))
+        .otherwise(F.lit(None).cast("timestamp"))
+    )
+    return stream.withColumn("event_time", event_time).withWatermark("event_time", f"{reorder_latency + 1} milliseconds")
 
 
 def build_query(spark, topology, replay_files, reorder_latency, late, rate, max_rows):
@@ -54,9 +92,15 @@ def build_query(spark, topology, replay_files, reorder_latency, late, rate, max_
     for other in streams[1:]:
         stream = stream.unionByName(other)
     stream = _process(stream, IngestProcessor(topology, reorder_latency, late), "target")
+    buffered = topology.mode == "buffered"
+    if buffered:
+        stream = _watermarked(stream, reorder_latency)
     for stage in range(1, topology.stages + 1):
-        stream = _process(stream, StageProcessor(topology, stage), "shard")
-    stream = _process(stream, BarrierProcessor(topology), "shard")
+        if buffered:
+            stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
+        else:
+            stream = _process(stream, StageProcessor(topology, stage), "shard")
+    stream = _process(stream, BarrierProcessor(topology, timed=buffered), "shard", timed=buffered)
     return stream.filter(stream.kind.isin(OUT, LATE, METRIC))
 
 
@@ -68,8 +112,6 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
     With `checkpoint`, a stopped run resumes from it and ends with exactly the
     output of an uninterrupted one; without, a temporary directory is used.
     """
-    if mode != "optimistic":
-        raise FlameSparkError(f"the spark engine does not support mode {mode!r} yet")
     graph.validate()
     unknown = sorted(set(inputs) - set(graph.sources))
     if unknown:

@@ -3,6 +3,7 @@ import math
 import zlib
 
 import msgpack
+import numpy as np
 import pandas as pd
 
 from flamespark.codec import unpack
@@ -17,6 +18,15 @@ COLUMNS = ["kind", "target", "shard", "ts", "meta", "payload", "tombstone", "arr
 # Row kinds: raw input from a source, its end, an item or tombstone on its way to `target`,
 # a punctuation of source `target`, a released output of sink `target`, a dead letter, a metric.
 EVENT, END, ITEM, PUNCT, OUT, LATE, METRIC = "event", "end", "item", "punct", "out", "late", "metric"
+
+# The buffered baseline adds a TIMESTAMP column for Spark's watermark: an item's event time
+# plus 1 ms (Spark's watermark starts at the epoch and counts rows at or below it as late,
+# which would drop events at ts 0), the far future for the punctuation that ends an input
+# (so the watermark passes everything), and null for every other row (null neither moves
+# the watermark nor counts as late). So `watermark - 1` is a time in `ts` units.
+TIMED_SCHEMA = ROW_SCHEMA + ", event_time TIMESTAMP"
+END_OF_TIME_MS = 9 * 10**12
+EVENT_TIME_SHIFT_MS = 1
 
 # Event times are LONG columns: +-2**62 stand for +-infinity.
 INFINITY = 2**62
@@ -67,3 +77,15 @@ def frame(rows: list) -> pd.DataFrame:
 def concat(frames) -> pd.DataFrame:
     frames = list(frames)
     return pd.concat(frames, ignore_index=True) if frames else frame([])
+
+
+def with_event_time(rows: pd.DataFrame, released_at=None) -> pd.DataFrame:
+    """`rows` with the `event_time` column of TIMED_SCHEMA, computed from kind and ts.
+
+    Spark refuses rows a stateful operator emits at or below the previous
+    watermark, so items released at watermark `released_at` carry that time.
+    """
+    kind, ts = rows["kind"].to_numpy(), rows["ts"].to_numpy(dtype="float64")
+    item_time = ts + EVENT_TIME_SHIFT_MS if released_at is None else np.maximum(ts + EVENT_TIME_SHIFT_MS, released_at)
+    millis = np.where(kind == ITEM, item_time, np.where((kind == PUNCT) & (ts >= INFINITY), END_OF_TIME_MS, np.nan))
+    return rows[COLUMNS].assign(event_time=pd.to_datetime(millis, unit="ms"))

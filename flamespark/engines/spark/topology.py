@@ -17,6 +17,7 @@ class Topology:
 
     def __init__(self, graph, mode: str, shards: int):
         self.plan = build_plan(graph, mode)
+        self.mode = mode
         self.sources = graph.sources
         self.shards = shards
         self.stage_of = {source: 0 for source in self.sources}

@@ -1,4 +1,6 @@
 """What every operator shares: its name and guarded calls into user code."""
+from collections import Counter
+
 from flamespark.errors import FlameSparkError, UserFunctionError
 
 _REPR_LIMIT = 200
@@ -37,3 +39,27 @@ class Operator:
                 f"{role} function of {self.kind} operator {self.name!r} raised "
                 f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
             ) from exc
+
+
+def cancel_pairs(items: list) -> list:
+    """`items` without the tombstone-and-item pairs of one identity: together they change nothing.
+
+    A replay often retracts an output and makes it again unchanged; dropping
+    both keeps them from travelling to, and being counted at, the barrier.
+    """
+    tombstones = Counter(item.identity for item in items if item.tombstone)
+    if not tombstones:
+        return items
+    regular = Counter(item.identity for item in items if not item.tombstone)
+    pairs = {identity: min(count, regular[identity]) for identity, count in tombstones.items() if regular[identity]}
+    if not pairs:
+        return items
+    skip_tombstones, skip_items = Counter(pairs), Counter(pairs)
+    kept = []
+    for item in items:
+        skip = skip_tombstones if item.tombstone else skip_items
+        if skip[item.identity] > 0:
+            skip[item.identity] -= 1
+        else:
+            kept.append(item)
+    return kept

@@ -2,6 +2,7 @@
 from flamespark.codec import unpack
 from flamespark.errors import UserFunctionError
 from flamespark.items import Item, encode
+from operators.base import cancel_pairs
 from operators.keyed import KeyedOperator
 
 
@@ -32,7 +33,7 @@ class StatefulLoop(KeyedOperator):
         while feedback:
             for tombstone, window in bucket.add(feedback.pop()):
                 self._combine(window, tombstone, feedback, outputs)
-        return outputs
+        return cancel_pairs(outputs)
 
     def _combine(self, window, tombstone, feedback, outputs):
         item = window[-1]

@@ -185,3 +185,13 @@ def test_stateful_loop_survives_a_dump_and_load_of_its_buckets(times, cut, order
 
 def pack_roundtrip(value):
     return unpack(pack(value))
+
+
+def test_cancel_pairs_drops_a_retraction_and_its_identical_remake():
+    from operators.base import cancel_pairs
+
+    old, new = item(1, "x"), item(2, "y")
+    kept = cancel_pairs([tombstone_of(old), tombstone_of(new), new, old, item(3, "z")])
+    assert [(i.tombstone, i.payload) for i in kept] == [(False, "z")]
+    lone = cancel_pairs([tombstone_of(old), item(1, "other")])
+    assert [(i.tombstone, i.payload) for i in lone] == [(True, "x"), (False, "other")]

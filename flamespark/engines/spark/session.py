@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flamespark.errors import FlameSparkError
 
-LOG_DIR = Path(tempfile.gettempdir()) / "flamespark"
+LOG_DIR = Path(tempfile.gettempdir()) / "flamespark-logs"
 LOG_FILE = LOG_DIR / "spark.log"
 
 _LOG4J = """\

@@ -81,18 +81,25 @@ def _batch_starts(progress) -> list:
     return sorted(starts)
 
 
-def release_delays(parts, progress) -> list:
-    """For each output, micro-batches from the one that read its completing event to its release."""
+def release_delays(parts, progress, paced: bool) -> list:
+    """For each output, micro-batches from the one that read its completing event to its release.
+
+    A paced event's arrival is when it became due, so the first batch that
+    starts after it reads it; an unpaced one arrives when the batch reads it.
+    """
     starts = _batch_starts(progress)
     delays = []
     for part in parts:
         for _, _, arrival in part["outputs"]:
-            arrived_in = next((batch for batch, start in starts if start >= arrival), part["batch"])
+            if paced:
+                arrived_in = next((batch for batch, start in starts if start >= arrival), part["batch"])
+            else:
+                arrived_in = max((batch for batch, start in starts if start <= arrival), default=part["batch"])
             delays.append(part["batch"] - min(arrived_in, part["batch"]))
     return delays
 
 
-def assemble(parts, sinks, progress, wall_s) -> Result:
+def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
     """The run's Result from its batch files, with the same metrics as the local engine."""
     outputs = {sink: [] for sink in sinks}
     latencies = []
@@ -110,7 +117,7 @@ def assemble(parts, sinks, progress, wall_s) -> Result:
     arrived = sum(m["arrived"] for m in barrier)
     released = sum(m["released"] for m in barrier)
     events = sum(m["events"] for m in ingest)
-    delays = release_delays(parts, progress)
+    delays = release_delays(parts, progress, paced)
     metrics = {
         "events": events,
         "arrived_at_barrier": arrived,

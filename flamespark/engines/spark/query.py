@@ -144,7 +144,7 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
         wall_s = time.perf_counter() - started
         if collector.progress:
             sys.stderr.write("\n")
-        return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s)
+        return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate))
     finally:
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)

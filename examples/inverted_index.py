@@ -6,9 +6,8 @@ Source `docs` takes `{"ts", "doc_id", "title", "text"}` events (see
 - `index`: per document and distinct word, `{"word", "doc_id", "positions",
   "df"}`, where `df` counts the documents containing the word up to and
   including this one in event-time order;
-- `documents`: per document, `{"doc_id", "ts", "words", "new_words"}`: its
+- `docs`: per document, `{"doc_id", "ts", "words", "new_words"}`: its
   number of distinct words and how many of them it is the first to contain.
-  (Operators and sinks share one namespace, so it cannot be called `docs`.)
 
 Per word, one stateful operator counts documents for `df`; a second one
 only remembers that the word was seen and tags each part `new` or not. A late
@@ -17,8 +16,8 @@ at most the next one, and the second operator's replay stops as soon as its
 state comes out unchanged, so few changes reach the collectors. Each change
 that does replays a collector's state from that part on; collecting in a tree
 (`FAN_IN` parts a node, `LEVELS` levels, then one collector per document)
-keeps that replay to a few dozen steps even for documents of thousands of
-words.
+keeps that replay short even for documents of thousands of words, while
+every level is one more keyed stage (on Spark, one more stateful operator).
 
     flamespark run examples/inverted_index.py --input docs=events.jsonl --out out/
 """
@@ -28,8 +27,8 @@ from functools import partial
 import flamespark as fs
 
 WORD = re.compile(r"[^\W\d_]+")
-FAN_IN = 8
-LEVELS = 3
+FAN_IN = 32
+LEVELS = 1
 
 
 def tokens(text: str) -> list:
@@ -105,7 +104,7 @@ def build() -> fs.Graph:
     (
         parts.stateful(key=lambda p: p["doc_id"], update=partial(collect, LEVELS + 1), name="collect")
         .union(empty, name="document_records")
-        .sink("documents")
+        .sink("docs")
     )
     return g
 

@@ -47,12 +47,15 @@ class Graph:
         return [n.name for n in self.nodes.values() if n.kind == "sink"]
 
     def _add(self, node: Node) -> Stream:
+        """Add a node. Sinks have a namespace of their own, so a sink may share its source's name."""
         if not isinstance(node.name, str) or not node.name:
             raise GraphError(f"operator names must be non-empty strings, got {node.name!r}")
-        if node.name in self.nodes:
-            raise GraphError(f"graph {self.name!r} already has an operator named {node.name!r}")
-        self.nodes[node.name] = node
-        return Stream(self, node.name)
+        node_id = _node_id(node.kind, node.name)
+        if node_id in self.nodes:
+            what = "a sink" if node.kind == "sink" else "an operator"
+            raise GraphError(f"graph {self.name!r} already has {what} named {node.name!r}")
+        self.nodes[node_id] = node
+        return Stream(self, node_id)
 
     def _auto_name(self, kind: str) -> str:
         while True:
@@ -72,10 +75,10 @@ class Graph:
                 graph.add_edge(group, combine)
                 graph.add_edge(combine, group, feedback=True)
             else:
-                graph.add_node(node.name, kind=node.kind, operator=node.name, window=node.window)
+                graph.add_node(self._drawn(node), kind=node.kind, operator=node.name, window=node.window)
         for node in self.nodes.values():
             for parent in node.inputs:
-                graph.add_edge(_exit(self.nodes[parent]), _entry(node))
+                graph.add_edge(self._drawn(self.nodes[parent], leaving=True), self._drawn(node))
         return graph
 
     def to_dot(self) -> str:
@@ -101,12 +104,18 @@ class Graph:
         validate_logical(self.to_networkx())
 
 
-def _entry(node: Node) -> str:
-    return f"{node.name}/group" if node.kind == "stateful" else node.name
+    def _drawn(self, node: Node, leaving=False) -> str:
+        """The node's name in the drawn graph: a stateful operator enters at its grouping and leaves
+        from its combine map; a sink named like a source is told apart."""
+        if node.kind == "stateful":
+            return f"{node.name}/combine" if leaving else f"{node.name}/group"
+        if node.kind == "sink" and node.name in self.nodes:
+            return f"{node.name} (sink)"
+        return node.name
 
 
-def _exit(node: Node) -> str:
-    return f"{node.name}/combine" if node.kind == "stateful" else node.name
+def _node_id(kind: str, name: str) -> str:
+    return f"sink:{name}" if kind == "sink" else name
 
 
 def _quote(text: str) -> str:

@@ -101,3 +101,13 @@ def test_union_rejects_foreign_streams():
     b = fs.Graph("b").source("y")
     with pytest.raises(fs.GraphError, match="same graph"):
         a.union(b)
+
+
+def test_a_sink_may_share_its_sources_name():
+    g = fs.Graph("g")
+    g.source("docs").map(lambda d: d * 2).sink("docs")
+    assert g.sources == ["docs"] and g.sinks == ["docs"]
+    assert g.to_networkx().has_edge("map_1", "docs (sink)")
+    assert fs.run(g, {"docs": [(1, 2), (2, 3)]}).outputs == {"docs": [4, 6]}
+    with pytest.raises(fs.GraphError, match="already has a sink named 'docs'"):
+        g.source("other").sink("docs")

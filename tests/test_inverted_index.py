@@ -63,7 +63,7 @@ DOCUMENTS = [
 
 def test_sources_and_sinks():
     assert example.graph.sources == ["docs"]
-    assert sorted(example.graph.sinks) == ["documents", "index"]
+    assert sorted(example.graph.sinks) == ["docs", "index"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -71,7 +71,7 @@ def test_sources_and_sinks():
                          ids=["in_order", "reversed", "shuffled"])
 def test_hand_made_documents(mode, arrival):
     result = fs.run(example.graph, {"docs": arrival}, mode=mode, reorder_latency=30)
-    assert result.outputs == {"index": INDEX, "documents": DOCUMENTS}
+    assert result.outputs == {"index": INDEX, "docs": DOCUMENTS}
     assert result.late == []
 
 
@@ -91,7 +91,7 @@ def test_long_documents_span_every_collector_level(mode):
     ]
     result = fs.run(example.graph, {"docs": docs[::-1]}, mode=mode, reorder_latency=10)
     assert result.outputs == reference_run(example.graph, {"docs": docs})
-    assert result.outputs["documents"] == [
+    assert result.outputs["docs"] == [
         {"doc_id": 1, "ts": 0, "words": size, "new_words": size},
         {"doc_id": 2, "ts": 5, "words": 40, "new_words": 20},
         {"doc_id": 3, "ts": 9, "words": size + 7, "new_words": 17},
@@ -120,6 +120,6 @@ def test_wikipedia_sample_with_disorder_matches_in_order_run(wiki_events, mode):
     assert len(late) == 1
     kept = [(e["ts"], e) for e in wiki_events if e["doc_id"] not in late]
     assert result.outputs == reference_run(example.graph, {"docs": kept})
-    assert len(result.outputs["documents"]) == PAGES - 1
+    assert len(result.outputs["docs"]) == PAGES - 1
     if mode == "optimistic":
         assert result.metrics["tombstones"] > 0

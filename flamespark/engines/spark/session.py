@@ -67,6 +67,7 @@ def spark_session(master: str | None = None, shards: int | None = None):
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
     )
     # The JVM and the Python workers it forks inherit file descriptor 2: point it at the log
     # file while the JVM starts, so Spark's banner and worker chatter stay off the terminal.

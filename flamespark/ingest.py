@@ -3,6 +3,16 @@ from flamespark.errors import InputError
 from flamespark.items import Item, Meta, encode, event_tiebreak
 
 
+def check_input_names(sources: list, inputs) -> None:
+    """Every source has an input and every input a source, or InputError."""
+    unknown = sorted(set(inputs) - set(sources))
+    if unknown:
+        raise InputError(f"no source named {', '.join(map(repr, unknown))}; the graph's sources are {sources}")
+    missing = sorted(set(sources) - set(inputs))
+    if missing:
+        raise InputError(f"no input given for source(s) {', '.join(map(repr, missing))}")
+
+
 def check_event_time(ts, where: str) -> int:
     """The event time as an int, or InputError naming `where`."""
     if isinstance(ts, bool) or not isinstance(ts, int):

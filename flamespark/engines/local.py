@@ -7,7 +7,7 @@ from barrier.late import LatePolicy
 from barrier.punctuation import PunctuationClock
 from flamespark.codec import unpack
 from flamespark.errors import InputError
-from flamespark.ingest import EventMinter, check_event_time
+from flamespark.ingest import EventMinter, check_event_time, check_input_names
 from flamespark.plan import build_plan
 from flamespark.result import Result, latency_summary, replay_ratio
 
@@ -48,12 +48,7 @@ class LocalRun:
         self._buffers = self.plan.buffers()
 
     def run(self, inputs: dict) -> Result:
-        unknown = sorted(set(inputs) - set(self.sources))
-        if unknown:
-            raise InputError(f"no source named {', '.join(map(repr, unknown))}; the graph's sources are {self.sources}")
-        missing = sorted(set(self.sources) - set(inputs))
-        if missing:
-            raise InputError(f"no input given for source(s) {', '.join(map(repr, missing))}")
+        check_input_names(self.sources, inputs)
         started = clock.perf_counter()
         since_punctuation = 0
         for source, position, event in interleave(inputs):

@@ -32,7 +32,7 @@ from flamespark.engines.spark.rows import (
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
 from flamespark.errors import FlameSparkError, InputError
-from flamespark.ingest import check_event_time
+from flamespark.ingest import check_event_time, check_input_names
 from flamespark.items import Meta, encode
 from flamespark.jsonl import read_events
 
@@ -113,12 +113,7 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
     output of an uninterrupted one; without, a temporary directory is used.
     """
     graph.validate()
-    unknown = sorted(set(inputs) - set(graph.sources))
-    if unknown:
-        raise InputError(f"no source named {', '.join(map(repr, unknown))}; the graph's sources are {graph.sources}")
-    missing = sorted(set(graph.sources) - set(inputs))
-    if missing:
-        raise InputError(f"no input given for source(s) {', '.join(map(repr, missing))}")
+    check_input_names(graph.sources, inputs)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         spark = spark or spark_session(master, shards)

@@ -3,13 +3,14 @@
 Pushed events are dealt into sorted *runs* as in patience sort: each goes
 to the oldest run whose last key (tail) is ``<=`` its key, or starts a new
 run.  A punctuation ``flush(T)`` cuts from the front of every run the
-events with key ``<= T`` and merges only those head runs, so its cost is
-driven by what is emitted and by the number of runs, not by how much stays
+events with key ``<= T`` and merges only those head runs, so its cost
+follows what is emitted and the number of runs, not how much stays
 buffered.  Runs that become empty are dropped.
 
-Pure Python; keys and values live in parallel lists per run, and a cursor
-per run marks its first buffered element so that a cut-off is a binary
-search plus a slice.
+Pure Python.  Keys and values live in parallel lists per run, and a cursor
+per run marks its first buffered element, so a cut-off is a binary search
+plus a slice; the consumed prefix is deleted only once it outweighs the
+rest of the run.
 """
 
 from bisect import bisect_right
@@ -21,8 +22,8 @@ from operator import le
 
 __all__ = ["ImpatienceSorter"]
 
-# A run's consumed prefix is deleted once it is longer than this and than
-# the rest of the run; until then the run's cursor skips it.
+# A run's consumed prefix is deleted when it is longer than this and than
+# the rest of the run; until then the run's cursor skips over it.
 _COMPACT = 32
 
 
@@ -40,18 +41,19 @@ class ImpatienceSorter:
     [5, 6]
 
     Values with equal keys come out in push order.  Keys need only be
-    ordered among themselves (ints, floats, tuples, ...); ``flush(math.inf)``
-    releases everything whatever the key type.
+    ordered among themselves (ints, floats, tuples, ...) and ``T`` must
+    compare with them, except that ``flush(math.inf)`` releases everything
+    whatever the key type.
 
-    With ``huffman=True`` the head runs of a flush are merged pairwise,
-    the two shortest first (the paper's Huffman merge).  By default they are
-    concatenated oldest run first and handed to ``list.sort``, whose
-    run detection finds the same head runs and merges them stably in C;
-    in CPython that is several times faster.
+    With ``huffman=True`` the head runs cut by a flush are merged two at a
+    time, always the two shortest (the paper's Huffman merge).  By default
+    they are concatenated oldest first and handed to ``list.sort``, whose
+    run detection finds the same head runs and merges them stably in C,
+    which in CPython is several times faster.
     """
 
     __slots__ = ("_keys", "_vals", "_start", "_heads", "_tails",
-                 "_topk", "_topv", "_last", "_merge", "_floor")
+                 "_topk", "_topv", "_last", "_floor", "_merge")
 
     def __init__(self, huffman=False):
         self._merge = _huffman_merge if huffman else _sort_merge
@@ -59,17 +61,16 @@ class ImpatienceSorter:
 
     def clear(self):
         """Drop everything buffered."""
-        # Runs are ordered by ascending tail.  A new run is always inserted
-        # at index 0, so a higher index means an older run, and ties between
-        # runs resolve towards the older one.  The top run (index -1) is the
-        # one in-order events are appended to.
+        # Runs are kept in ascending order of tails.  A new run is always
+        # inserted at index 0, so a higher index means an older run.  The
+        # top run (index -1) takes the in-order events.
         self._keys = []   # per run: its keys, ascending
         self._vals = []   # per run: its values, parallel to _keys
         self._start = []  # per run: index of its first buffered element
         self._heads = []  # per run: its first buffered key
         self._tails = []  # per run: its last key; strictly ascending
-        self._topk = []   # == _keys[-1] while there are runs
-        self._topv = []   # == _vals[-1] while there are runs
+        self._topk = []   # _keys[-1] while there are runs
+        self._topv = []   # _vals[-1] while there are runs
         self._last = 0    # run that took the last out-of-order event
         self._floor = None  # every buffered key is > this (None: unknown)
 
@@ -78,14 +79,13 @@ class ImpatienceSorter:
         tails = self._tails
         try:
             if ts >= tails[-1]:
-                # In order (the common case): the top run takes it.
+                # In order, the common case: the top run takes it.
                 tails[-1] = ts
                 self._topk.append(ts)
                 self._topv.append(value)
                 return
         except IndexError:
             # Nothing buffered: ts starts the top run.
-            self._floor = None
             self._topk = [ts]
             self._topv = [value]
             self._keys.append(self._topk)
@@ -93,22 +93,25 @@ class ImpatienceSorter:
             self._start.append(0)
             self._heads.append(ts)
             tails.append(ts)
+            self._floor = None
             return
-        # Speculate that ts goes where the previous late event went: it does
-        # if it fits between that run's tail and the next older run's tail.
+        # Speculative run selection: try the run the previous late event
+        # went to; ts belongs there if it fits between that run's tail and
+        # the tail of the next older run.
         r = self._last
         if not tails[r] <= ts < tails[r + 1]:
-            # The oldest run whose tail is <= ts (never the top run here).
+            # The oldest run whose tail is <= ts (not the top run: ts is
+            # below its tail).
             r = bisect_right(tails, ts) - 1
             if r < 0:
-                # Smaller than every tail: start a new, youngest run.
-                self._floor = None
+                # Below every tail: start a new, youngest run.
                 self._keys.insert(0, [ts])
                 self._vals.insert(0, [value])
                 self._start.insert(0, 0)
                 self._heads.insert(0, ts)
                 tails.insert(0, ts)
                 self._last = 0
+                self._floor = None
                 return
             self._last = r
         self._keys[r].append(ts)
@@ -121,7 +124,7 @@ class ImpatienceSorter:
             return self._drain()
         floor = self._floor
         if floor is not None and T <= floor:
-            return []  # nothing buffered is <= T: skip scanning the runs
+            return []  # everything buffered is > T: don't scan the runs
         self._floor = T
         heads = self._heads
         hit = list(compress(range(len(heads)), map(le, heads, repeat(T))))
@@ -156,7 +159,7 @@ class ImpatienceSorter:
                 start[i] = c
         if dead:
             tails = self._tails
-            for i in dead:  # descending, so indexes stay valid
+            for i in dead:  # descending, so the indexes stay valid
                 del keys[i], vals[i], start[i], heads[i], tails[i]
             if keys:
                 self._topk = keys[-1]
@@ -170,10 +173,10 @@ class ImpatienceSorter:
         """Remove and return everything, in ``ts`` order."""
         kcuts = []
         vcuts = []
-        for k, v, s in zip(reversed(self._keys), reversed(self._vals),
-                           reversed(self._start)):
-            kcuts.append(k[s:] if s else k)
-            vcuts.append(v[s:] if s else v)
+        for i in reversed(range(len(self._keys))):  # oldest run first
+            s = self._start[i]
+            kcuts.append(self._keys[i][s:])
+            vcuts.append(self._vals[i][s:])
         self.clear()
         if len(vcuts) < 2:
             return vcuts[0] if vcuts else []
@@ -196,17 +199,17 @@ class ImpatienceSorter:
 
     @property
     def runs(self):
-        """Number of sorted runs currently held."""
+        """Number of sorted runs held."""
         return len(self._heads)
 
 
 def _sort_merge(kcuts, vcuts):
     """Stable merge of sorted runs given oldest first; returns the values.
 
-    ``list.sort`` computes the key of each item once, in list order, so an
-    iterator over the concatenated keys serves as the key function.  Its
-    run detection finds the head runs (or longer ones) and merges them
-    with galloping; being stable, it keeps older runs first on ties.
+    ``list.sort`` computes each item's key once, in list order, so an
+    iterator over the concatenated keys can serve as the key function.
+    The sort finds the runs (or longer ones) and merges them with
+    galloping; being stable, it puts older runs first on equal keys.
     """
     keys = []
     for k in kcuts:
@@ -221,9 +224,10 @@ def _sort_merge(kcuts, vcuts):
 def _huffman_merge(kcuts, vcuts):
     """Huffman merge of sorted runs given oldest first; returns the values.
 
-    Runs are merged two at a time, always the two shortest.  Runs far apart
-    may be merged before the runs between them, so each key carries its
-    position in the oldest-first concatenation to break ties in push order.
+    Runs are merged two at a time, always the two shortest.  That may merge
+    two runs before one that lies between them in age, so every key is
+    paired with its position in the oldest-first concatenation, which
+    breaks ties in push order.
     """
     vals = []
     heap = []
@@ -239,7 +243,7 @@ def _huffman_merge(kcuts, vcuts):
         na, _, a = heappop(heap)
         nb, _, b = heappop(heap)
         a += b
-        a.sort()  # two sorted runs: a single merge
+        a.sort()  # two sorted runs: one merge, in C
         heappush(heap, (na + nb, j, a))
         j += 1
     return [vals[p] for _, p in heap[0][2]]

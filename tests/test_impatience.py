@@ -1,0 +1,257 @@
+import math
+from itertools import count
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from barrier.impatience import ImpatienceSorter
+
+SORTERS = [ImpatienceSorter, lambda: ImpatienceSorter(huffman=True)]
+SORTER_IDS = ["sort-merge", "huffman"]
+
+
+def check_runs(s):
+    """The structure invariants, through the private fields."""
+    n = len(s._keys)
+    assert len(s._vals) == len(s._start) == len(s._heads) == len(s._tails) == n
+    for k, v, start, head, tail in zip(s._keys, s._vals, s._start, s._heads,
+                                       s._tails):
+        assert len(k) == len(v)
+        assert 0 <= start < len(k)  # empty runs are removed
+        assert all(a <= b for a, b in zip(k, k[1:]))
+        assert head == k[start] and tail == k[-1]
+    assert all(a < b for a, b in zip(s._tails, s._tails[1:]))
+    if n:
+        assert s._topk is s._keys[-1] and s._topv is s._vals[-1]
+
+
+class Reference:
+    """A list of (ts, seq, value), sorted stably on every flush."""
+
+    def __init__(self):
+        self.items = []
+        self.seq = count()
+
+    def push(self, ts, value):
+        self.items.append((ts, next(self.seq), value))
+
+    def flush(self, T):
+        if T == math.inf:
+            out, self.items = self.items, []
+        else:
+            out = [e for e in self.items if e[0] <= T]
+            self.items = [e for e in self.items if not e[0] <= T]
+        out.sort(key=lambda e: e[:2])
+        return [e[2] for e in out]
+
+
+@pytest.mark.parametrize("make", SORTERS, ids=SORTER_IDS)
+def test_paper_example(make):
+    # 2 6 5 1 2* 4 3 7 4* 8 inf*
+    s = make()
+    out = []
+    for item in [2, 6, 5, 1, "2*", 4, 3, 7, "4*", 8, "inf*"]:
+        if isinstance(item, str):
+            T = math.inf if item == "inf*" else int(item[:-1])
+            out.append(s.flush(T))
+        else:
+            s.push(item, item)
+        check_runs(s)
+    assert out == [[1, 2], [3, 4], [5, 6, 7, 8]]
+    assert len(s) == 0 and s.runs == 0
+
+
+def test_paper_example_runs():
+    # Fig. 4: after the first punctuation two runs are left, [6] and [5].
+    s = ImpatienceSorter()
+    for ts in (2, 6, 5, 1):
+        s.push(ts, ts)
+    assert s.runs == 3
+    assert s.flush(2) == [1, 2]
+    assert s.runs == 2 and s.min_ts == 5
+
+
+@pytest.mark.parametrize("make", SORTERS, ids=SORTER_IDS)
+def test_empty(make):
+    s = make()
+    assert s.flush(10) == [] and s.flush(math.inf) == []
+    assert len(s) == 0 and not s
+    assert s.peek_min() is None and s.min_ts is None
+    s.push(3, "a")
+    assert s and len(s) == 1 and s.min_ts == 3
+    assert s.flush(2) == [] and s.flush(3) == ["a"]
+    assert s.flush(3) == [] and len(s) == 0
+    s.push(1, "b")  # below what was already flushed: still accepted
+    assert s.flush(1) == ["b"]
+
+
+@pytest.mark.parametrize("make", SORTERS, ids=SORTER_IDS)
+def test_equal_keys_keep_push_order(make):
+    # 5 6 5 6 5 spreads the 5s over three runs.
+    s = make()
+    pushes = [(5, "a"), (6, "b"), (5, "c"), (6, "d"), (5, "e"), (5, "f"),
+              (4, "g"), (6, "h"), (5, "i")]
+    for ts, v in pushes:
+        s.push(ts, v)
+        check_runs(s)
+    assert s.runs > 2
+    assert s.flush(4) == ["g"]
+    assert s.flush(5) == ["a", "c", "e", "f", "i"]
+    assert s.flush(math.inf) == ["b", "d", "h"]
+
+
+def test_huffman_merges_non_adjacent_runs_stably():
+    # Head runs of sizes 1, 4, 1 (oldest first): Huffman merges the 1s first,
+    # then ties must still come out in run order.
+    s = ImpatienceSorter(huffman=True)
+    for ts, v in [(0, "a0"), (9, "a9"), (0, "b0"), (1, "b1"), (1, "b1'"),
+                  (1, "b1''"), (8, "b8"), (0, "c0")]:
+        s.push(ts, v)
+    assert s.runs == 3
+    assert s.flush(1) == ["a0", "b0", "c0", "b1", "b1'", "b1''"]
+
+
+def test_long_run_cursor_and_compaction():
+    s = ImpatienceSorter()
+    for i in range(10_000):
+        s.push(i, i)
+    out = []
+    for T in range(0, 10_000, 7):
+        out += s.flush(T)
+        assert len(s) == 10_000 - len(out)
+    check_runs(s)
+    assert len(s._keys[0]) < 1000  # the consumed prefix got dropped
+    out += s.flush(math.inf)
+    assert out == list(range(10_000))
+
+
+def test_tuple_keys_and_inf():
+    s = ImpatienceSorter()
+    for i, ts in enumerate([(1, "b"), (0, "z"), (1, "a"), (1, "b"), (2, "")]):
+        s.push(ts, i)
+    assert s.min_ts == (0, "z")
+    assert s.flush((1, "b")) == [1, 2, 0, 3]
+    assert s.flush(math.inf) == [4]
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("push"), st.integers(0, 40)),
+        st.tuples(st.just("flush"),
+                  st.one_of(st.integers(-1, 42), st.just(math.inf))),
+    ),
+    max_size=150,
+)
+
+
+def run_against_reference(make, script, key=lambda x: x):
+    s = make()
+    ref = Reference()
+    for i, (op, x) in enumerate(script):
+        if op == "push":
+            s.push(key(x), i)
+            ref.push(key(x), i)
+        else:
+            T = x if x == math.inf else key(x)
+            assert s.flush(T) == ref.flush(T)
+        assert len(s) == len(ref.items)
+        assert s.min_ts == min((e[0] for e in ref.items), default=None)
+        check_runs(s)
+    assert s.flush(math.inf) == ref.flush(math.inf)
+    assert len(s) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops)
+def test_matches_reference(script):
+    run_against_reference(ImpatienceSorter, script)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops)
+def test_huffman_matches_reference(script):
+    run_against_reference(lambda: ImpatienceSorter(huffman=True), script)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops)
+def test_tuple_keys_match_reference(script):
+    # Few distinct tuples: many ties, and comparisons past the first item.
+    run_against_reference(ImpatienceSorter, script,
+                          key=lambda x: (x // 8, -(x % 3)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=200), st.integers(1, 12),
+       st.integers(0, 10))
+def test_nearly_sorted_stream_with_punctuations(delays, freq, latency):
+    # The bench's setting in small: ts = i - delay, punctuation every freq
+    # events at max seen - latency, late events dropped.
+    s = ImpatienceSorter()
+    ref = Reference()
+    hi = T = -math.inf
+    for i, d in enumerate(delays):
+        ts = i - d
+        if ts > T:
+            hi = max(hi, ts)
+            s.push(ts, i)
+            ref.push(ts, i)
+        if i % freq == freq - 1:
+            T = hi - latency
+            assert s.flush(T) == ref.flush(T)
+            check_runs(s)
+    assert s.flush(math.inf) == ref.flush(math.inf)
+
+
+def test_bench_sorters_agree():
+    from barrier import bench
+
+    for name, ts in [
+        ("synthetic", bench.synthetic(3000, np.random.default_rng(5), d=20)),
+        ("sources", bench.interleaved(3000, np.random.default_rng(6), 8, 300,
+                                      burst=3)),
+    ]:
+        latency = bench.reorder_latency(ts, 0.99)
+        for freq in (1, 7, 100, 5000):
+            segments, stats = bench.plan(ts, freq, latency)
+            outs = {m: bench.drive(make, segments)[1]
+                    for m, make in bench.METHODS.items()}
+            for m, out in outs.items():
+                assert out == stats["expected"], (name, freq, m)
+
+
+def test_bench_plan_stats():
+    from barrier import bench
+
+    ts = bench.synthetic(500, np.random.default_rng(2), d=15)
+    latency = 10
+    for freq in (1, 3, 50, 1000):
+        segments, stats = bench.plan(ts, freq, latency)
+        # Recompute late events and the mean buffer size step by step.
+        held = []
+        buffer = []
+        hi = T = -math.inf
+        late = 0
+        for i, t in enumerate(ts.tolist()):
+            if t <= T:
+                late += 1
+            else:
+                hi = max(hi, t)
+                buffer.append(t)
+                held.append(len(buffer))
+            if i % freq == freq - 1 or i == len(ts) - 1:
+                T = hi - latency
+                buffer = [b for b in buffer if b > T]
+        assert stats["late"] == late
+        assert stats["events"] == sum(len(seg[0]) for seg in segments)
+        assert stats["buffered"] == pytest.approx(np.mean(held))
+
+
+def test_bench_cli_runs(capsys):
+    from barrier import bench
+
+    assert bench.main(["--events", "3000", "--frequencies", "10,1000",
+                       "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "speedup" in out and out.count("synthetic") >= 2

@@ -29,30 +29,42 @@ class StatefulLoop(KeyedOperator):
     def process(self, item):
         bucket = self.bucket_for(item)
         outputs = []
+        if not item.tombstone and bucket.takes_at_end(item):
+            # In order (the common case): the window is (last state, item) or (item,), and the new
+            # state goes straight to the end of the bucket; the same as the loop below, without it.
+            last = bucket.last()
+            if last is None or last.is_state:
+                bucket.append(item)
+                window = (item,) if last is None else (last, item)
+                bucket.append(self._combine(window, False, outputs))
+                return outputs
         feedback = [item]
         while feedback:
             for tombstone, window in bucket.add(feedback.pop()):
-                self._combine(window, tombstone, feedback, outputs)
+                state = self._combine(window, tombstone, outputs)
+                if state is not None:
+                    feedback.append(state)
         return cancel_pairs(outputs)
 
-    def _combine(self, window, tombstone, feedback, outputs):
+    def _combine(self, window, tombstone, outputs):
+        """The combine map: run `update` on `(item,)` or `(state, item)`; returns the new state item."""
         item = window[-1]
         if item.is_state:
-            return
+            return None
         if len(window) == 1:
             state = None
         elif window[0].is_state:
             state = unpack(window[0].data)
         else:
-            return
+            return None
         new_state, results = self._call_update(item, state)
         arrival = max(element.arrival for element in window)
         meta = item.meta
-        state_meta = meta.child(0)
-        feedback.append(Item(state_meta, new_state, encode(new_state, self.name, state_meta), tombstone, arrival, True))
         for index, payload in enumerate(results):
             out_meta = meta.child(index)
             outputs.append(Item(out_meta, payload, encode(payload, self.name, out_meta), tombstone, arrival))
+        state_meta = meta.child(0)
+        return Item(state_meta, new_state, encode(new_state, self.name, state_meta), tombstone, arrival, True)
 
     def _call_update(self, item, state):
         result = self.call("update", self.update, item, state, unpack(item.data))

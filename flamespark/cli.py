@@ -25,6 +25,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -47,6 +54,9 @@ def add_run_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--master", metavar="URL", default=None, help="Spark master URL (default: local[*])")
     parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,
                         help="Spark checkpoint directory; rerun with the same one to resume (default: DIR/_checkpoint)")
+    parser.add_argument("--max-rows-per-batch", metavar="N", type=_positive_int, default=None,
+                        help="read at most N events per source in each Spark micro-batch, so batch boundaries "
+                             "do not depend on timing (spark engine; default: all available)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,7 +25,7 @@ class BatchCollector:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.sinks = sinks
         self.progress = progress
-        self.totals = {"events": 0, "released": 0, "held": 0}
+        self.latest = _latest_metrics(self.parts()) if progress else {}
 
     def __call__(self, frame, batch_id):
         rows = frame.collect()
@@ -47,14 +47,13 @@ class BatchCollector:
             self._show(part)
 
     def _show(self, part):
-        metrics = _latest_metrics([part])
-        held = sum(m["held"] for (stage, _), m in metrics.items() if stage == "barrier")
-        events = sum(m["events"] for (stage, _), m in metrics.items() if stage == "ingest")
-        self.totals["events"] = max(self.totals["events"], events) if events else self.totals["events"]
-        self.totals["released"] += len(part["outputs"])
+        """One status line, rewritten in place, from the stages' cumulative counters (they survive restarts)."""
+        self.latest.update(_latest_metrics([part]))
+        events = sum(m["events"] for (stage, _), m in self.latest.items() if stage == "ingest")
+        released = sum(m["released"] for (stage, _), m in self.latest.items() if stage == "barrier")
+        held = sum(m["held"] for (stage, _), m in self.latest.items() if stage == "barrier")
         sys.stderr.write(
-            f"\rbatch {part['batch']}: events in {self.totals['events']}, released {self.totals['released']}, "
-            f"barrier holds {held}   "
+            f"\rbatch {part['batch']}: {events} event(s) in, {released} released, up to {held} held at the barrier   "
         )
         sys.stderr.flush()
 
@@ -85,16 +84,20 @@ def release_delays(parts, progress, paced: bool) -> list:
     """For each output, micro-batches from the one that read its completing event to its release.
 
     A paced event's arrival is when it became due, so the first batch that
-    starts after it reads it; an unpaced one arrives when the batch reads it.
+    starts after it reads it. An unpaced one arrives when a batch reads it,
+    after the previous batch wrote its file and before its own: the first
+    batch written at or after the arrival read it. Batch files outlive a
+    restart, whereas `progress` lists only the batches of the latest run.
     """
     starts = _batch_starts(progress)
+    written = [(part["batch"], part["released_at"]) for part in parts]
     delays = []
     for part in parts:
         for _, _, arrival in part["outputs"]:
             if paced:
                 arrived_in = next((batch for batch, start in starts if start >= arrival), part["batch"])
             else:
-                arrived_in = max((batch for batch, start in starts if start <= arrival), default=part["batch"])
+                arrived_in = next((batch for batch, at in written if at >= arrival), part["batch"])
             delays.append(part["batch"] - min(arrived_in, part["batch"]))
     return delays
 

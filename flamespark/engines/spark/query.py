@@ -135,10 +135,12 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
             .queryName(f"flamespark_{graph.name}")
             .start()
         )
-        _await(query, timeout)
+        try:
+            _await(query, timeout)
+        finally:
+            if collector.progress:
+                sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
-        if collector.progress:
-            sys.stderr.write("\n")
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate))
     finally:
         if not checkpoint:
@@ -156,12 +158,27 @@ def _await(query, timeout):
 
 
 _ERROR_LINE = re.compile(r"flamespark\.errors\.(\w+): (.*)")
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.MULTILINE)
+_TASK_FAILURE = re.compile(r"most recent failure: Lost task [^:]*: (?:[\w$]+\.)*([\w$]+): (.+)")
+_QUERY_PREFIX = re.compile(r"^\[STREAM_FAILED\] Query .*? terminated with exception: ")
 
 
 def _translate(exc) -> FlameSparkError:
     """Our own error raised inside a Spark worker, or a one-sentence summary pointing to the log."""
-    match = _ERROR_LINE.search(str(exc))
+    text = str(exc)
+    match = _ERROR_LINE.search(text)
     if match and isinstance(getattr(errors, match.group(1), None), type):
         return getattr(errors, match.group(1))(match.group(2).strip())
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return FlameSparkError(f"the Spark query failed: {first[:300]} (Spark's log: {LOG_FILE})")
+    return FlameSparkError(f"the Spark query failed: {_cause(text)[:300]} (Spark's log: {LOG_FILE})")
+
+
+def _cause(text: str) -> str:
+    """The telling part of Spark's error text: a Python exception, else why a task failed, else its first line."""
+    for match in _EXCEPTION_LINE.finditer(text):
+        if not match.group(1).startswith(("pyspark.", "py4j.")):
+            return f"{match.group(1)}: {match.group(2).strip()}"
+    match = _TASK_FAILURE.search(text)
+    if match:
+        return f"{match.group(1)}: {match.group(2).split('. ')[0]}"
+    first = text.strip().splitlines()[0] if text.strip() else "no message"
+    return _QUERY_PREFIX.sub("", first)

@@ -78,6 +78,9 @@ def spark_session(master: str | None = None, shards: int | None = None):
     os.close(log)
     try:
         session = builder.getOrCreate()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FlameSparkError(f"Spark did not start: {first[:300]} (Spark's log: {LOG_FILE})") from None
     finally:
         os.dup2(saved, 2)
         os.close(saved)

@@ -1,0 +1,352 @@
+"""The Spark engine on a real local session: exactness, release timing, late events, errors, restart, CLI.
+
+Every streaming query costs seconds of fixed overhead (its first micro-batch
+far more), so the module runs few of them: one session for all in-process
+tests, all graphs of tests/graphs.py in one query per disorder, and one
+uninterrupted CLI-equivalent run shared by the timing, late-event and
+restart tests. Batch boundaries are fixed with `max_rows_per_batch`.
+"""
+import json
+import math
+import os
+import pty
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from argparse import Namespace
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import flamespark as fs
+from flamespark.cli import main
+from flamespark.engines.spark.session import LOG_FILE, check_java, spark_session
+from flamespark.runner import run_to_directory
+from tests import graphs
+from tests.reference import reference_run
+
+REPO = Path(__file__).resolve().parents[1]
+PIPELINE = "examples/running_sum.py:graph"
+TIMEOUT = 900
+
+# The running-sum example's input: two sensors in event-time order, and two readings
+# far behind the newest one at the start of micro-batches 1 and 2 (4 rows a batch).
+LATENCY, PER_BATCH = 15, 4
+READINGS = [(0, "a"), (10, "b"), (20, "a"), (30, "b"), (5, "b"), (40, "a"), (50, "b"), (60, "a"),
+            (35, "a"), (70, "b"), (80, "a"), (90, "b"), (100, "a"), (110, "b"), (120, "a")]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    try:
+        check_java()
+    except fs.FlameSparkError as exc:
+        pytest.skip(str(exc))
+    session = spark_session("local[2]", 2)
+    yield session
+    session.stop()
+
+
+def run_spark(graph, inputs, spark, **options):
+    return fs.run(graph, inputs, engine="spark", spark=spark, shards=2, timeout=TIMEOUT, **options)
+
+
+# --- exactness ---------------------------------------------------------------------------
+
+def all_graphs():
+    """Every graph of tests/graphs.py as one graph (sources shared by name), so one query runs them all."""
+    merged = fs.Graph("all_graphs")
+    for build in (graphs.running_sum, graphs.window3, graphs.chained_stateful, graphs.fanout_collector,
+                  graphs.two_sources):
+        for node in build().nodes.values():
+            known = merged.nodes.setdefault(node.name, node)
+            assert known is node or node.kind == "source", f"two graphs use the name {node.name!r}"
+    return merged
+
+
+def in_order_inputs(rnd):
+    """Inputs for every source of `all_graphs()`, in event-time order, with equal times."""
+    def numbers(count):
+        ts, events = 0, []
+        for _ in range(count):
+            ts += rnd.randint(0, 3)
+            events.append((ts, rnd.randint(0, 20)))
+        return events
+
+    words = ("ant", "bee", "cat", "dog", "eel")
+    times = sorted(rnd.randint(0, 40) for _ in range(10))
+    docs = [(ts, {"id": i, "words": rnd.choices(words, k=rnd.randint(1, 4))}) for i, ts in enumerate(times)]
+    return {"numbers": numbers(24), "docs": docs, "left": numbers(12), "right": numbers(12)}
+
+
+def disorder(events, latency, rnd):
+    """An arrival order in which no event is more than `latency` behind the newest one."""
+    delays = [rnd.randint(0, latency) for _ in events]
+    return [events[i] for i in sorted(range(len(events)), key=lambda i: events[i][0] + delays[i])]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_all_graphs_match_the_in_order_run_and_the_local_engine(spark, seed):
+    rnd = random.Random(seed)
+    graph, latency = all_graphs(), 6
+    events = in_order_inputs(rnd)
+    arrival = {source: disorder(pairs, latency, rnd) for source, pairs in events.items()}
+    assert arrival != events
+    result = run_spark(graph, arrival, spark, reorder_latency=latency, max_rows_per_batch=8)
+    assert result.outputs == reference_run(graph, events)
+    assert result.outputs == fs.run(graph, arrival, reorder_latency=latency).outputs
+    assert result.late == []
+    assert len(result.outputs["documents"]) == len(events["docs"])
+    assert result.metrics["events"] == sum(map(len, events.values()))
+    assert result.metrics["batches"] >= 3 and result.metrics["tombstones"] > 0
+
+
+# --- one uninterrupted run of the CLI's pipeline: release timing, late events, and the restart baseline
+
+def write_readings(path):
+    lines = [json.dumps({"ts": ts, "sensor": sensor, "value": ts + 1}) for ts, sensor in READINGS]
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def run_args(events, out, engine, **extra):
+    return Namespace(pipeline=str(REPO / PIPELINE), input=[("readings", str(events))], out=out, engine=engine,
+                     reorder_latency=LATENCY, late="drop", rate=None, master=None, checkpoint=None,
+                     max_rows_per_batch=PER_BATCH, **extra)
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def readings(spark, tmp_path_factory):
+    """The example pipeline run to DIR on Spark (this module's session) and on the local engine."""
+    base = tmp_path_factory.mktemp("readings")
+    events = write_readings(base / "events.jsonl")
+    spark_out, local_out = base / "spark", base / "local"
+    spark_result = run_to_directory(run_args(events, spark_out, "spark"), mode="optimistic")
+    run_to_directory(run_args(events, local_out, "local"), mode="optimistic")
+    return Namespace(events=events, spark=spark_out, local=local_out, metrics=spark_result.metrics)
+
+
+def spark_schedule(events, latency, per_batch):
+    """What the engine must do, batch by batch, with one source and `per_batch` rows a batch.
+
+    Lateness is judged against the punctuation of the previous batch; after a
+    batch the source promises `newest - latency - 1`, or everything once the
+    end-of-input row (row `len(events)`) was read. Returns the dead letters and,
+    per kept event, how many batches after the one that read it it is final.
+    """
+    horizon, newest, pending, dead, delays = -math.inf, None, [], [], []
+    for start in range(0, len(events) + 1, per_batch):
+        batch = start // per_batch
+        for ts, payload in events[start:start + per_batch]:
+            if ts <= horizon:
+                dead.append({"source": "readings", "ts": ts, "payload": payload, "punctuation": horizon})
+                continue
+            newest = ts if newest is None else max(newest, ts)
+            pending.append((ts, batch))
+        if start + per_batch > len(events):
+            horizon = math.inf
+        elif newest is not None:
+            horizon = max(horizon, newest - latency - 1)
+        delays.extend(batch - read for ts, read in pending if ts <= horizon)
+        pending = [(ts, read) for ts, read in pending if ts > horizon]
+    return dead, Counter(delays)
+
+
+def test_outputs_and_dead_letters_equal_the_local_engine(readings):
+    assert (readings.spark / "totals.jsonl").read_text() == (readings.local / "totals.jsonl").read_text()
+    assert (readings.spark / "late.jsonl").read_text() == (readings.local / "late.jsonl").read_text()
+    dead, _ = spark_schedule([(e["ts"], e) for e in read_jsonl(readings.events)], LATENCY, PER_BATCH)
+    assert read_jsonl(readings.spark / "late.jsonl") == dead
+    assert [d["ts"] for d in dead] == [5, 35]
+    assert len(read_jsonl(readings.spark / "totals.jsonl")) == len(READINGS) - 2
+
+
+def test_outputs_are_released_in_the_batch_in_which_they_become_final(readings):
+    events = [(e["ts"], e) for e in read_jsonl(readings.events)]
+    _, delays = spark_schedule(events, LATENCY, PER_BATCH)
+    # Readings held by the punctuation wait exactly one batch; the rest go out in the batch that read them.
+    assert delays == Counter({0: 7, 1: 6})
+    metrics = readings.metrics
+    assert metrics["batches"] == math.ceil((len(events) + 1) / PER_BATCH)
+    assert metrics["release_delay_batches"]["histogram"] == {str(d): n for d, n in sorted(delays.items())}
+    assert metrics["release_delay_batches"]["max"] == 1
+    assert metrics["late_dropped"] == 2 and metrics["released"] == len(events) - 2
+
+
+# --- late events and errors ----------------------------------------------------------------
+
+def test_late_fail_raises_naming_the_event_like_the_local_engine(spark):
+    graph = graphs.running_sum()
+    arrival = {"numbers": [(10, 1), (20, 2), (3, 4)]}
+    with pytest.raises(fs.LateEventError) as local:
+        fs.run(graph, arrival, late="fail")
+    with pytest.raises(fs.LateEventError, match=r"event ts=3 of source 'numbers' arrived after punctuation 19"):
+        run_spark(graph, arrival, spark, late="fail", max_rows_per_batch=2)
+    assert "payload 4" in str(local.value)
+
+
+def failing_update(state, value):
+    if value == 3:
+        raise ZeroDivisionError("no threes")
+    return (state or 0) + value, [value]
+
+
+def test_user_function_error_names_operator_and_event(spark):
+    graph = fs.Graph("failing")
+    graph.source("numbers").stateful(key=lambda v: v % 2, update=failing_update, name="sum").sink("out")
+    arrival = {"numbers": [(ts, ts) for ts in range(6)]}
+    with pytest.raises(fs.UserFunctionError) as local:
+        fs.run(graph, arrival)
+    with pytest.raises(fs.UserFunctionError) as on_spark:
+        run_spark(graph, arrival, spark)
+    assert str(on_spark.value) == str(local.value)
+    assert "operator 'sum' raised ZeroDivisionError: no threes (on event ts=3 of source 'numbers'" in str(local.value)
+
+
+def test_unencodable_payloads_are_payload_errors(spark):
+    graph = fs.Graph("sets")
+    graph.source("numbers").map(lambda v: {v}, name="as_set").sink("out")
+    arrival = {"numbers": [(1, 1), (2, 2)]}
+    with pytest.raises(fs.PayloadError) as local:
+        fs.run(graph, arrival)
+    with pytest.raises(fs.PayloadError) as on_spark:
+        run_spark(graph, arrival, spark)
+    assert str(on_spark.value) == str(local.value)
+    assert "operator 'as_set' produced a payload msgpack cannot encode for event ts=1" in str(local.value)
+    with pytest.raises(fs.PayloadError, match="cannot encode"):
+        run_spark(graphs.running_sum(), {"numbers": [(1, 2**70)]}, spark)
+
+
+def test_unknown_source_is_an_input_error(spark):
+    with pytest.raises(fs.InputError, match=r"no source named 'digits'; the graph's sources are \['numbers'\]"):
+        run_spark(graphs.running_sum(), {"numbers": [], "digits": []}, spark)
+
+
+def crash(value):
+    os._exit(7)
+
+
+def test_a_crashed_worker_is_summarised_in_one_sentence_with_the_log_path(spark):
+    graph = fs.Graph("crashing")
+    graph.source("numbers").map(crash, name="crash").sink("out")
+    with pytest.raises(fs.FlameSparkError) as failure:
+        run_spark(graph, {"numbers": [(1, 1)]}, spark)
+    assert type(failure.value) is fs.FlameSparkError
+    assert str(failure.value) == (f"the Spark query failed: SparkException: Python worker exited unexpectedly "
+                                  f"(crashed) (Spark's log: {LOG_FILE})")
+
+
+def test_missing_java_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(fs.FlameSparkError, match=r"needs a Java 17\+ runtime.*--engine local"):
+        check_java()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(fs.FlameSparkError, match="needs a Java"):
+        check_java()
+
+
+# --- the CLI on Spark: a crash, a resume, and what the terminal shows ------------------------------
+
+def cli_command(events, out, checkpoint):
+    return [sys.executable, "-m", "flamespark.cli", "run", PIPELINE, "--input", f"readings={events}",
+            "--out", str(out), "--engine", "spark", "--master", "local[2]", "--reorder-latency", str(LATENCY),
+            "--max-rows-per-batch", str(PER_BATCH), "--checkpoint", str(checkpoint)]
+
+
+def run_on_terminal(command):
+    """Run `command` with its stderr on a pseudo-terminal; returns (exit code, what the terminal got)."""
+    terminal, child_end = pty.openpty()
+    process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=child_end, start_new_session=True)
+    os.close(child_end)
+    received = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            received += chunk
+        return process.wait(timeout=TIMEOUT), received.decode()
+    finally:
+        os.close(terminal)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, capsys):
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    command = cli_command(readings.events, out, checkpoint)
+    with open(tmp_path / "stderr.txt", "wb") as stderr:
+        process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=stderr, start_new_session=True)
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while len(list((checkpoint / "parts").glob("batch-*.msgpack"))) < 2:
+                assert process.poll() is None, (tmp_path / "stderr.txt").read_text()
+                assert time.monotonic() < deadline, "no second micro-batch in time"
+                time.sleep(0.1)
+            assert process.poll() is None, "the run ended before it could be killed"
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert not (out / "metrics.json").exists()
+    assert not (out / "totals.jsonl").exists()
+
+    code, terminal = run_on_terminal(command)
+    assert code == 0, terminal
+    totals = read_jsonl(out / "totals.jsonl")
+    assert (out / "totals.jsonl").read_text() == (readings.spark / "totals.jsonl").read_text()
+    assert (out / "totals.jsonl").read_text() == (readings.local / "totals.jsonl").read_text()
+    assert len({(t["sensor"], t["ts"]) for t in totals}) == len(totals) == len(READINGS) - 2
+    assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["released"] == len(totals) and metrics["batches"] == readings.metrics["batches"]
+    assert metrics["release_delay_batches"] == readings.metrics["release_delay_batches"]
+
+    # The terminal showed progress (resumed, so never batch 0 again) and nothing but FlameSpark's lines.
+    lines = [line.strip() for line in re.split(r"[\r\n]+", terminal) if line.strip()]
+    progress = [line for line in lines if line.startswith("batch ")]
+    assert progress and all(re.fullmatch(r"batch \d+: \d+ event\(s\) in, \d+ released, up to \d+ held "
+                                         r"at the barrier", line) for line in progress), lines
+    assert min(int(line.split()[1].rstrip(":")) for line in progress) >= 1
+    assert lines[-1] == (f"released {len(totals)} record(s) from {len(READINGS) - 2} event(s) "
+                         f"(late 2, replay ratio 1.000); outputs in {out}")
+    assert len(progress) == len(lines) - 1, lines
+
+    # Resuming that checkpoint with another reorder latency would mix two runs' state: refused.
+    changed = [str(REPO / PIPELINE) if part == PIPELINE else part for part in command[3:]]
+    changed[changed.index("--reorder-latency") + 1] = "30"
+    capsys.readouterr()
+    assert main(changed) == 1
+    assert f"checkpoint {checkpoint} belongs to a run with a different reorder_latency" in capsys.readouterr().err
+
+
+def test_cli_without_java_says_so_in_one_line(tmp_path):
+    env = dict(os.environ, PATH=str(tmp_path / "no-java-here"))
+    env.pop("JAVA_HOME", None)
+    command = cli_command(write_readings(tmp_path / "events.jsonl"), tmp_path / "out", tmp_path / "checkpoint")
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "flamespark: error: the Spark engine needs a Java 17+ runtime and none was found: install one "
+        "(e.g. `apt-get install openjdk-17-jre-headless`) or run with --engine local"
+    ]
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_run_help_documents_max_rows_per_batch(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--max-rows-per-batch N" in capsys.readouterr().out

@@ -87,7 +87,8 @@ def run_mode(graph, inputs: dict, mode: str, args, label: str):
     checkpoint = base / label / mode
     shutil.rmtree(checkpoint, ignore_errors=True)
     result = run(graph, inputs, engine="spark", mode=mode, reorder_latency=args.reorder_latency, late=args.late,
-                 rate=args.rate, master=args.master, checkpoint=checkpoint)
+                 rate=args.rate, master=args.master, checkpoint=checkpoint,
+                 max_rows_per_batch=args.max_rows_per_batch)
     return result, getattr(result, "latencies_ms", None)
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from flamespark.api import run
 from flamespark.cli import add_run_arguments
 from flamespark.disorder import _stddev_arg, count_inversions, count_runs, disorder_events
-from flamespark.jsonl import read_events, write_atomic
+from flamespark.inputs import read_input
+from flamespark.jsonl import write_atomic
 from flamespark.loader import load_graph
 from flamespark.plan import MODES
 from flamespark.result import PERCENTILES
@@ -148,7 +149,7 @@ def bench(args) -> dict:
     paths = check_inputs(graph, args.input)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    events = {name: read_events(path) for name, path in paths.items()}
+    events = {name: read_input(name, path) for name, path in paths.items()}
     main, latencies = compare(graph, events, args, "input", events if args.engine == "local" else paths)
     report = {
         "pipeline": args.pipeline,

@@ -8,6 +8,7 @@ from pathlib import Path
 from barrier.late import POLICIES
 from flamespark.errors import FlameSparkError
 from flamespark.plan import MODES
+from flamespark.sinks import SINK_FORMATS
 
 
 
@@ -42,8 +43,10 @@ def _positive_float(text: str) -> float:
 def add_run_arguments(parser: argparse.ArgumentParser):
     """Options shared by `run` and `bench`."""
     parser.add_argument("pipeline", metavar="PATH.py:ATTR", help="Python file and the Graph in it (ATTR defaults to 'graph')")
-    parser.add_argument("--input", metavar="NAME=FILE", action="append", type=_input_pair, default=[], required=True,
-                        help="JSONL events for source NAME (one object per line with an integer 'ts'); repeat per source")
+    parser.add_argument("--input", metavar="NAME=PATH", action="append", type=_input_pair, default=[], required=True,
+                        help="events for source NAME: a JSONL file (one object per line with an integer 'ts'), or a "
+                             "directory of such .jsonl files or of .parquet files with an integer column 'ts', "
+                             "read in name order; repeat per source")
     parser.add_argument("--out", metavar="DIR", required=True, type=Path, help="output directory")
     parser.add_argument("--engine", choices=("spark", "local"), default="spark", help="where to run (default: spark)")
     parser.add_argument("--reorder-latency", metavar="MS", type=_non_negative_int, default=0,
@@ -66,10 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run a pipeline over JSONL inputs",
-                              description="Run a pipeline and write DIR/<sink>.jsonl, DIR/late.jsonl and DIR/metrics.json.")
+    run = commands.add_parser("run", help="run a pipeline over JSONL or Parquet inputs",
+                              description="Run a pipeline and write DIR/<sink>.jsonl (or .parquet), DIR/late.jsonl "
+                                          "and DIR/metrics.json.")
     add_run_arguments(run)
     run.add_argument("--mode", choices=MODES, default="optimistic", help="optimistic (default) or the buffered baseline")
+    run.add_argument("--sink-format", choices=SINK_FORMATS, default="jsonl",
+                     help="file format of the sinks' outputs (default: jsonl); Parquet keeps dict payloads as columns")
+    run.add_argument("--follow", action="store_true",
+                     help="keep reading input directories for new files until interrupted (Ctrl-C stops cleanly; "
+                          "rerun with the same --checkpoint to go on); each micro-batch's releases are written as "
+                          "it ends, to DIR/<sink>/batch-N.<format> and DIR/late/ (spark engine)")
     run.set_defaults(handler=_run_command)
 
     from flamespark.disorder import add_disorder_arguments, disorder_command

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import flamespark as fs
-from flamespark.cli import main
-from flamespark.engines.spark.session import LOG_FILE, check_java, spark_session
+from flamespark.cli import build_parser, main
+from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.runner import run_to_directory
 from tests import graphs
 from tests.reference import reference_run
@@ -38,17 +38,6 @@ TIMEOUT = 900
 LATENCY, PER_BATCH = 15, 4
 READINGS = [(0, "a"), (10, "b"), (20, "a"), (30, "b"), (5, "b"), (40, "a"), (50, "b"), (60, "a"),
             (35, "a"), (70, "b"), (80, "a"), (90, "b"), (100, "a"), (110, "b"), (120, "a")]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        check_java()
-    except fs.FlameSparkError as exc:
-        pytest.skip(str(exc))
-    session = spark_session("local[2]", 2)
-    yield session
-    session.stop()
 
 
 def run_spark(graph, inputs, spark, **options):
@@ -113,10 +102,12 @@ def write_readings(path):
     return path
 
 
-def run_args(events, out, engine, **extra):
-    return Namespace(pipeline=str(REPO / PIPELINE), input=[("readings", str(events))], out=out, engine=engine,
-                     reorder_latency=LATENCY, late="drop", rate=None, master=None, checkpoint=None,
-                     max_rows_per_batch=PER_BATCH, **extra)
+def run_args(events, out, engine):
+    """The arguments of `flamespark run`, parsed by the CLI's own parser."""
+    return build_parser().parse_args([
+        "run", str(REPO / PIPELINE), "--input", f"readings={events}", "--out", str(out), "--engine", engine,
+        "--reorder-latency", str(LATENCY), "--max-rows-per-batch", str(PER_BATCH),
+    ])
 
 
 def read_jsonl(path):

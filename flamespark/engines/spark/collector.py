@@ -11,20 +11,25 @@ from flamespark.codec import unpack
 from flamespark.engines.spark.rows import LATE, METRIC, OUT
 from flamespark.items import Meta
 from flamespark.result import Result, latency_summary, replay_ratio
+from flamespark.sinks import write_values
 
 
 class BatchCollector:
     """`foreachBatch` sink: writes each micro-batch's releases to `parts/batch-<id>.msgpack`.
 
-    A batch replayed after a restart rewrites the same file, so outputs are
+    With `output`, the batch's releases also go to `output/<sink>/batch-<id>.<format>`
+    and its dead letters to `output/late/batch-<id>.jsonl`, as soon as the batch ends.
+    A batch replayed after a restart rewrites the same files, so outputs are
     neither lost nor duplicated. Writes go through a temporary file and a rename.
     """
 
-    def __init__(self, directory, sinks, progress: bool = False):
+    def __init__(self, directory, sinks, progress: bool = False, output=None, output_format="jsonl"):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.sinks = sinks
         self.progress = progress
+        self.output = None if output is None else Path(output)
+        self.output_format = output_format
         self.latest = _latest_metrics(self.parts()) if progress else {}
 
     def __call__(self, frame, batch_id):
@@ -39,12 +44,23 @@ class BatchCollector:
             "late": [r.payload for r in rows if r.kind == LATE],
             "metrics": [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC],
         }
+        if self.output is not None:
+            self._write_output(part)
         path = self.directory / f"batch-{batch_id:08d}.msgpack"
         temporary = path.with_suffix(".tmp")
         temporary.write_bytes(msgpack.packb(part))
         os.replace(temporary, path)
         if self.progress:
             self._show(part)
+
+    def _write_output(self, part):
+        name = f"batch-{part['batch']:08d}"
+        for sink in self.sinks:
+            values = [unpack(data) for target, data, _ in part["outputs"] if target == sink]
+            if values:
+                write_values(self.output / sink / name, values, self.output_format)
+        if part["late"]:
+            write_values(self.output / "late" / name, [unpack(data) for data in part["late"]], "jsonl")
 
     def _show(self, part):
         """One status line, rewritten in place, from the stages' cumulative counters (they survive restarts)."""

@@ -1,11 +1,12 @@
-"""The keyed Spark operators: ingest, stages of boundary operators, and the barrier.
+"""The keyed Spark operators: ingest, and stages of boundary operators, the last with the barrier.
 
 Each is a `StatefulProcessor` for `transformWithStateInPandas` that keeps one
 msgpack blob per grouping key (a source, or a shard) in a ValueState, and
 runs the core's operator objects on the rows of one micro-batch. Punctuation
 rows travel with the data: every stage receives them on every shard, applies
 them after the batch's items, and shard 0 passes them on to every shard of
-the next stage, so the barrier releases in the same micro-batch.
+the next stage; the last stage holds the barrier, which releases in the same
+micro-batch.
 """
 import math
 import time
@@ -94,16 +95,22 @@ class Horizons:
 
 
 class IngestProcessor(BlobProcessor):
-    """Stage 0, one group per source: late policy, meta, stateless operators, punctuations."""
+    """Stage 0, one group per source: late policy, meta, stateless operators, punctuations.
 
-    def __init__(self, topology, reorder_latency: int, late: str):
+    A source ends at its end row, or once it has delivered `expected[source]`
+    events (a directory read up to the files it held at the start).
+    """
+
+    def __init__(self, topology, reorder_latency: int, late: str, expected: dict | None = None):
         self.topology = topology
         self.reorder_latency = reorder_latency
         self.late = late
+        self.expected = expected or {}
 
     def handleInputRows(self, key, rows, timerValues):
         source = key[0]
-        state = self.load({"max_ts": None, "horizon": -math.inf, "ended": False, "seen": [], "events": 0})
+        state = self.load({"max_ts": None, "horizon": -math.inf, "ended": False, "seen": [], "events": 0,
+                           "received": 0})
         batch = concat(rows).sort_values("seq", kind="stable")
         late = LatePolicy(self.late)
         minter = EventMinter()
@@ -113,6 +120,7 @@ class IngestProcessor(BlobProcessor):
             if row.kind == END:
                 state["ended"] = True
                 continue
+            state["received"] += 1
             payload = unpack(row.payload)
             ts = late.admit(source, row.ts, payload, state["horizon"])
             if ts is None:
@@ -120,7 +128,8 @@ class IngestProcessor(BlobProcessor):
             state["events"] += 1
             state["max_ts"] = ts if state["max_ts"] is None else max(state["max_ts"], ts)
             out.extend(self.topology.rows_after(source, minter.mint(source, ts, payload, row.arrival)))
-        if state["ended"]:
+        expected = self.expected.get(source)
+        if state["ended"] or (expected is not None and state["received"] >= expected):
             horizon = math.inf
         elif state["max_ts"] is None:
             horizon = -math.inf
@@ -179,12 +188,21 @@ class KeyedStore:
         return self.stored
 
 
-def _apply(topology, items) -> list:
-    """Run `(operator, item)` pairs in meta order; rows for everything their results reach."""
+def _apply(topology, items, barrier=None) -> list:
+    """Run `(operator, item)` pairs in meta order; rows for everything their results reach.
+
+    With a `barrier`, results that reach a sink go into it instead of becoming rows.
+    """
     out = []
     for operator, item in sorted(items, key=lambda pair: pair[1].identity):
         for result in operator.process(item):
-            out.extend(topology.rows_after(operator.name, result))
+            if barrier is None:
+                out.extend(topology.rows_after(operator.name, result))
+                continue
+            for target, reached in topology.plan.route(operator.name, result):
+                if target not in topology.plan.sinks:
+                    raise AssertionError(f"the last stage feeds keyed operator {target!r}")
+                barrier.push(target, reached)
     return out
 
 
@@ -195,11 +213,17 @@ def _split(batch, targets):
 
 
 class StageProcessor(BlobProcessor):
-    """One stage of keyed operators, one group per shard, driven by punctuation rows."""
+    """One stage of keyed operators, one group per shard, driven by punctuation rows.
 
-    def __init__(self, topology, stage: int):
+    The last stage (`final`) also holds the barrier: every sink item and its
+    tombstones come from one key of one operator, or carry one meta, so they
+    meet in one shard, and the barrier needs no shuffle of its own.
+    """
+
+    def __init__(self, topology, stage: int, final: bool = False):
         self.topology = topology
         self.stage = stage
+        self.final = final
 
     def init(self, handle):
         super().init(handle)
@@ -207,21 +231,32 @@ class StageProcessor(BlobProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"horizons": {}, "buckets": {}})
+        state = self.load({"horizons": {}, "buckets": {}, "barrier": None})
         horizons = Horizons(self.topology.sources, state["horizons"])
         batch = concat(rows)
-        mine, passing = _split(batch, self.operators)
+        targets = list(self.operators) + (list(self.topology.plan.sinks) if self.final else [])
+        mine, passing = _split(batch, targets)
         if len(passing):
             yield passing[COLUMNS]
         store = KeyedStore(self.operators, state["buckets"], horizons.time)
-        out = _apply(self.topology, [(self.operators[row.target], row_item(row)) for row in mine.itertuples(index=False)])
+        barrier = _load_barrier(state) if self.final else None
+        items = []
+        for row in mine.itertuples(index=False):
+            if row.target in self.operators:
+                items.append((self.operators[row.target], row_item(row)))
+            else:
+                barrier.push(row.target, row_item(row))
+        out = _apply(self.topology, items, barrier)
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         store.punctuate(horizons.time)
         state["buckets"] = store.save()
         state["horizons"] = horizons.dump()
-        self.save(state)
-        if shard == 0 and advanced:
+        if self.final:
+            out.extend(_release(shard, barrier, horizons.time))
+            state["barrier"] = barrier.dump()
+        elif shard == 0 and advanced:
             out.extend(_punctuation_rows(advanced, self.topology.shards))
+        self.save(state)
         if out:
             yield frame(out)
 
@@ -309,63 +344,62 @@ class _Row:
         self.meta, self.payload, self.tombstone, self.arrival = meta, payload, False, arrival
 
 
-class BarrierProcessor(BlobProcessor):
-    """The barrier, one group per shard.
+def _load_barrier(state) -> Barrier:
+    return Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
 
-    Optimistic: releases in the batch whose punctuation rows cover an item.
-    Buffered (`timed`): items come from the baseline's buffers, which Spark's
-    watermark drives, so the barrier releases below the watermark too, with a
-    timer at its earliest item so that it also flushes in batches without input.
+
+def _release(shard: int, barrier: Barrier, time_now) -> list:
+    """Rows for what `barrier` releases at `time_now`, and its metric row."""
+    held = len(barrier)
+    released = barrier.punctuate(time_now)
+    out = [item_row(OUT, sink, shard, item) for sink, item in released]
+    out.append(_metric_row("barrier", shard, {
+        "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
+        "held": held, "horizon": encode_time(barrier.horizon), "at": time.time(),
+    }))
+    return out
+
+
+class BufferedBarrierProcessor(BlobProcessor):
+    """The baseline's barrier, one group per shard, driven by Spark's watermark.
+
+    Its items come from the baseline's buffers, which release below the
+    watermark, so the barrier releases below it too, with a timer at its
+    earliest item so that it also flushes in batches without input.
     """
 
-    def __init__(self, topology, timed=False):
+    def __init__(self, topology):
         self.topology = topology
-        self.timed = timed
 
     def init(self, handle):
         super().init(handle)
         self.handle = handle
 
     def handleInputRows(self, key, rows, timerValues):
-        state = self.load({"horizons": {}, "barrier": None, "timer": None})
+        state = self.load({"barrier": None, "timer": None})
         batch = concat(rows)
         passing = batch[batch["kind"].isin([LATE, METRIC])]
         if len(passing):
             yield passing[COLUMNS]
-        barrier = Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
+        barrier = _load_barrier(state)
         for row in batch[batch["kind"] == ITEM].itertuples(index=False):
             barrier.push(row.target, row_item(row))
-        if self.timed:
-            time_now = timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS
-        else:
-            horizons = Horizons(self.topology.sources, state["horizons"])
-            horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
-            state["horizons"] = horizons.dump()
-            time_now = horizons.time
-        yield from self._release(key[0], state, barrier, time_now)
+        yield from self._flush(key[0], state, barrier, timerValues)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        state = self.load({"horizons": {}, "barrier": None, "timer": None})
+        state = self.load({"barrier": None, "timer": None})
         state["timer"] = None
-        barrier = Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
-        yield from self._release(key[0], state, barrier, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
+        yield from self._flush(key[0], state, _load_barrier(state), timerValues)
 
-    def _release(self, shard, state, barrier, time_now):
-        held = len(barrier)
-        released = barrier.punctuate(time_now)
-        if self.timed:
-            earliest = barrier.earliest()
-            timer = None if earliest is None else earliest + EVENT_TIME_SHIFT_MS
-            if timer is not None and timer != state["timer"]:
-                if state["timer"] is not None:
-                    self.handle.deleteTimer(state["timer"])
-                self.handle.registerTimer(timer)
-                state["timer"] = timer
+    def _flush(self, shard, state, barrier, timerValues):
+        out = _release(shard, barrier, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
+        earliest = barrier.earliest()
+        timer = None if earliest is None else earliest + EVENT_TIME_SHIFT_MS
+        if timer is not None and timer != state["timer"]:
+            if state["timer"] is not None:
+                self.handle.deleteTimer(state["timer"])
+            self.handle.registerTimer(timer)
+            state["timer"] = timer
         state["barrier"] = barrier.dump()
         self.save(state)
-        out = [item_row(OUT, sink, shard, item) for sink, item in released]
-        out.append(_metric_row("barrier", shard, {
-            "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
-            "held": held, "horizon": encode_time(barrier.horizon), "at": time.time(),
-        }))
         yield frame(out)

@@ -11,27 +11,27 @@ from pyspark.sql import functions as F
 from flamespark import errors
 from flamespark.engines.spark.collector import BatchCollector, assemble
 from flamespark.engines.spark.processors import (
-    BarrierProcessor,
+    BufferedBarrierProcessor,
     BufferedStageProcessor,
     IngestProcessor,
     StageProcessor,
 )
+from flamespark.engines.spark.files import file_stream
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
 from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
     EVENT_TIME_SHIFT_MS,
     INFINITY,
     ITEM,
-    LATE,
-    METRIC,
-    OUT,
     PUNCT,
     ROW_SCHEMA,
     TIMED_SCHEMA,
 )
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
+from flamespark.checkpoint import claim, file_digest
 from flamespark.errors import FlameSparkError, InputError
+from flamespark.inputs import count_events, directory_format
 from flamespark.ingest import check_event_time, check_input_names
 from flamespark.items import Meta, encode
 from flamespark.jsonl import read_events
@@ -77,38 +77,89 @@ def _watermarked(stream, reorder_latency):
     return stream.withColumn("event_time", event_time).withWatermark("event_time", f"{reorder_latency + 1} milliseconds")
 
 
-def build_query(spark, topology, replay_files, reorder_latency, late, rate, max_rows):
-    """The streaming DataFrame: replay sources -> ingest -> stages -> barrier -> releases."""
+def _replay_stream(spark, source, path, rate, max_rows):
+    reader = spark.readStream.format(ReplaySource.name()).option("path", str(path)).option("source", source)
+    if rate:
+        reader = reader.option("rate", str(rate))
+    if max_rows:
+        reader = reader.option("maxRowsPerBatch", str(max_rows))
+    return reader.load()
+
+
+def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
+    """What each source reads: `("files", dir, format, count)` or `("replay", file written under directory)`.
+
+    A directory is read with Spark's file source: a finite run reads the
+    events its files hold at the start (`count`), a `follow` one new files
+    until stopped (`count` None). Anything else, and an empty directory in a
+    finite run, is replayed from a file written for it.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    prepared = {}
+    for index, source in enumerate(graph.sources):
+        given = inputs[source]
+        if isinstance(given, (str, Path)) and Path(given).is_dir():
+            fmt = directory_format(source, given)
+            count = None if follow else count_events(given, fmt)
+            if count != 0:
+                prepared[source] = ("files", Path(given).resolve(), fmt, count)
+                continue
+            given = []
+        path = directory / f"source-{index}.msgpack"
+        write_replay_file(path, _encoded_events(source, given))
+        prepared[source] = ("replay", path)
+    return prepared
+
+
+def _fingerprint(prepared: dict) -> dict:
+    return {source: file_digest(how[1]) if how[0] == "replay" else f"{how[2]} files in {how[1]}"
+            for source, how in prepared.items()}
+
+
+def source_streams(spark, prepared: dict, rate=None, max_rows=None):
+    """The raw event rows of every source, unioned, and the event counts that end finite directory sources."""
     spark.dataSource.register(ReplaySource)
-    streams = []
-    for source, path in replay_files.items():
-        reader = spark.readStream.format(ReplaySource.name()).option("path", str(path)).option("source", source)
-        if rate:
-            reader = reader.option("rate", str(rate))
-        if max_rows:
-            reader = reader.option("maxRowsPerBatch", str(max_rows))
-        streams.append(reader.load())
+    streams, expected = [], {}
+    for source, how in prepared.items():
+        if how[0] == "replay":
+            streams.append(_replay_stream(spark, source, how[1], rate, max_rows))
+            continue
+        _, directory, fmt, count = how
+        streams.append(file_stream(spark, source, directory, fmt))
+        if count is not None:
+            expected[source] = count
     stream = streams[0]
     for other in streams[1:]:
         stream = stream.unionByName(other)
-    stream = _process(stream, IngestProcessor(topology, reorder_latency, late), "target")
-    buffered = topology.mode == "buffered"
-    if buffered:
+    return stream, expected
+
+
+def build_query(stream, topology, reorder_latency, late, expected=None):
+    """Raw event rows -> ingest -> stages (the last with the barrier) -> released rows."""
+    stream = _process(stream, IngestProcessor(topology, reorder_latency, late, expected), "target")
+    if topology.mode == "buffered":
         stream = _watermarked(stream, reorder_latency)
-    for stage in range(1, topology.stages + 1):
-        if buffered:
+        for stage in range(1, topology.stages + 1):
             stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
-        else:
-            stream = _process(stream, StageProcessor(topology, stage), "shard")
-    stream = _process(stream, BarrierProcessor(topology, timed=buffered), "shard", timed=buffered)
-    return stream.filter(stream.kind.isin(OUT, LATE, METRIC))
+        return _process(stream, BufferedBarrierProcessor(topology), "shard", timed=True)
+    last = max(topology.stages, 1)
+    for stage in range(1, last + 1):
+        stream = _process(stream, StageProcessor(topology, stage, final=stage == last), "shard")
+    return stream
 
 
 def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", rate=None, master=None,
-              checkpoint=None, spark=None, shards=None, timeout=None, max_rows_per_batch=None, progress=None):
+              checkpoint=None, spark=None, shards=None, timeout=None, max_rows_per_batch=None, progress=None,
+              follow=False, output=None, output_format="jsonl"):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
-    `inputs` maps source names to a JSONL path or an iterable of `(ts, payload)`.
+    `inputs` maps source names to a JSONL file, a directory of JSONL or
+    Parquet files, or an iterable of `(ts, payload)`. Files are replayed in
+    arrival order (at `rate` events/s if given). With `follow`, directories
+    are watched for new files until the run is interrupted or `timeout`
+    seconds pass; otherwise the run ends after the events present at its start.
+    With `output`, each micro-batch's releases are written as it completes,
+    to `output/<sink>/` and `output/late/` (`output_format` "jsonl" or "parquet").
     With `checkpoint`, a stopped run resumes from it and ends with exactly the
     output of an uninterrupted one; without, a temporary directory is used.
     """
@@ -119,24 +170,27 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
         spark = spark or spark_session(master, shards)
         shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
         topology = Topology(graph, mode, shards)
-        replay_files = {}
-        (workdir / "inputs").mkdir(parents=True, exist_ok=True)
-        for index, source in enumerate(graph.sources):
-            replay_files[source] = workdir / "inputs" / f"source-{index}.msgpack"
-            write_replay_file(replay_files[source], _encoded_events(source, inputs[source]))
-        stream = build_query(spark, topology, replay_files, reorder_latency, late, rate, max_rows_per_batch)
+        # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing.
+        prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
+        claim(workdir, "engine.json", {
+            "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
+            "shards": shards, "inputs": _fingerprint(prepared),
+        }, started=(workdir / "checkpoint").exists())
+        stream, expected = source_streams(spark, prepared, rate, max_rows_per_batch)
+        stream = build_query(stream, topology, reorder_latency, late, expected)
         collector = BatchCollector(workdir / "parts", graph.sinks,
-                                   progress=sys.stderr.isatty() if progress is None else progress)
+                                   progress=sys.stderr.isatty() if progress is None else progress,
+                                   output=output, output_format=output_format)
         started = time.perf_counter()
+        writer = stream.writeStream.foreachBatch(collector)
+        writer = writer.trigger(processingTime="0 seconds") if follow else writer.trigger(availableNow=True)
         query = (
-            stream.writeStream.foreachBatch(collector)
-            .trigger(availableNow=True)
-            .option("checkpointLocation", str(workdir / "checkpoint"))
+            writer.option("checkpointLocation", str(workdir / "checkpoint"))
             .queryName(f"flamespark_{graph.name}")
             .start()
         )
         try:
-            _await(query, timeout)
+            _await(query, timeout, follow)
         finally:
             if collector.progress:
                 sys.stderr.write("\n")
@@ -147,14 +201,21 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _await(query, timeout):
+def _await(query, timeout, follow=False):
+    """Wait for the query to end; a `follow` query is stopped cleanly at `timeout` or on Ctrl-C."""
     try:
         finished = query.awaitTermination(timeout)
+    except KeyboardInterrupt:
+        query.stop()
+        if follow:
+            return
+        raise
     except Exception as exc:  # a StreamingQueryException wraps the worker's error
         raise _translate(exc) from None
     if finished is False:
         query.stop()
-        raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
+        if not follow:
+            raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
 
 
 _ERROR_LINE = re.compile(r"flamespark\.errors\.(\w+): (.*)")

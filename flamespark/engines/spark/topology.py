@@ -11,7 +11,8 @@ class Topology:
     baseline's buffer) runs one stage after the latest stage its input comes
     from, and the keyed operator behind a buffer shares the buffer's stage;
     stateless operators run inline, in the stage that produced their input.
-    The barrier is the stage after the last one. Rows carry their target and a
+    The barrier lives in the last stage (stage 1 if
+    there are no keyed operators). Rows carry their target and a
     shard: the key's hash for an operator, the meta's hash for the barrier.
     """
 
@@ -32,7 +33,6 @@ class Topology:
             else:
                 self.stage_of[name] = max(inputs)
         self.stages = max(self.stage_of.values())
-        self.barrier_stage = self.stages + 1
 
     def _behind_buffer(self, parents) -> bool:
         return len(parents) == 1 and isinstance(self.plan.operators.get(parents[0]), BufferSort)

@@ -1,0 +1,36 @@
+"""Claims on a checkpoint directory, so that a resume never mixes the state of two different runs."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from flamespark.errors import InputError
+from flamespark.jsonl import write_atomic
+
+
+def file_digest(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def claim(checkpoint: Path, record: str, what: dict, started: bool):
+    """Record `what` a run's outputs depend on in `checkpoint/record`, or refuse if it differs.
+
+    Only a run that has `started` (left query state behind) is binding; a
+    claim on a checkpoint nothing has started from is simply rewritten.
+    """
+    path = Path(checkpoint) / record
+    if started and path.is_file():
+        previous = json.loads(path.read_text())
+        changed = [key for key in what if previous.get(key) != what[key]]
+        if changed:
+            raise InputError(
+                f"checkpoint {checkpoint} belongs to a run with a different {', '.join(changed)}: "
+                f"rerun that run to resume it, or use another checkpoint directory (or delete it) to start afresh"
+            )
+        return
+    write_atomic(path, json.dumps(what, sort_keys=True) + "\n")

@@ -1,0 +1,104 @@
+"""Directory inputs: Spark's file source over JSONL or Parquet files, turned into event rows.
+
+Each source reads one directory. JSONL files (`*.jsonl`) are read whole, so
+an error can name the file and line; Parquet files (`*.parquet`) are read with
+the schema of the files present when the query starts. Spark's checkpoint
+records which files a query has read, so a restart neither rereads nor skips
+one.
+"""
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
+from flamespark.errors import InputError
+from flamespark.ingest import check_event_time
+from flamespark.inputs import event_files
+from flamespark.items import Meta, encode
+from flamespark.jsonl import parse_event_line
+
+_ARROW_SCHEMA = pa.schema([
+    ("kind", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("ts", pa.int64()),
+    ("meta", pa.binary()), ("payload", pa.binary()), ("tombstone", pa.bool_()), ("arrival", pa.float64()),
+    ("seq", pa.int64()),
+])
+
+
+def file_stream(spark, source: str, directory, fmt: str):
+    """A streaming DataFrame of ROW_SCHEMA event rows for the files of `directory`."""
+    directory = str(Path(directory).resolve())
+    if fmt == "jsonl":
+        files = (
+            spark.readStream.format("text").option("wholetext", "true").option("pathGlobFilter", "*.jsonl")
+            .load(directory).select(F.col("value"), F.col("_metadata.file_path").alias("file"))
+        )
+        return files.mapInArrow(_jsonl_events(source), ROW_SCHEMA)
+    schema = _parquet_schema(source, directory)
+    rows = (
+        spark.readStream.schema(schema).option("pathGlobFilter", "*.parquet").parquet(directory)
+        .select(F.struct(*schema.fieldNames()).alias("event"), F.col("_metadata.file_path").alias("file"),
+                F.col("_metadata.row_index").alias("row"))
+    )
+    return rows.mapInArrow(_parquet_events(source), ROW_SCHEMA)
+
+
+def _parquet_schema(source, directory) -> T.StructType:
+    files = event_files(directory)
+    if not files:
+        raise InputError(f"input {source!r}: {directory} has no .parquet file yet to learn the schema from")
+    schema = from_arrow_schema(pq.read_schema(files[0]))
+    ts = next((field for field in schema.fields if field.name == "ts"), None)
+    if ts is None or not isinstance(ts.dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+        found = "no column 'ts'" if ts is None else f"column 'ts' of type {ts.dataType.simpleString()}"
+        raise InputError(f"{files[0]}: Parquet events need an integer column 'ts' (ms); found {found}")
+    return schema
+
+
+def _event_row(source, ts, payload, where, seq, now) -> tuple:
+    ts = check_event_time(ts, where)
+    return (EVENT, source, 0, ts, b"", encode(payload, source, Meta(ts, source, 0, ())), False, now, seq)
+
+
+def _record_batch(rows: list) -> pa.RecordBatch:
+    columns = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=field.type) for column, field in zip(columns, _ARROW_SCHEMA)], schema=_ARROW_SCHEMA
+    )
+
+
+def _local(path: str) -> str:
+    return path[len("file:"):] if path.startswith("file:") else path
+
+
+def _jsonl_events(source):
+    def convert(batches):
+        for batch in batches:
+            now = time.time()
+            rows = []
+            for text, path in zip(batch.column("value").to_pylist(), batch.column("file").to_pylist()):
+                for number, line in enumerate(text.splitlines(), 1):
+                    if line.strip():
+                        ts, payload = parse_event_line(line, f"{_local(path)}:{number}")
+                        rows.append(_event_row(source, ts, payload, f"{_local(path)}:{number}", number, now))
+            yield _record_batch(rows)
+
+    return convert
+
+
+def _parquet_events(source):
+    def convert(batches):
+        for batch in batches:
+            now = time.time()
+            rows = []
+            for event, path, row in zip(batch.column("event").to_pylist(), batch.column("file").to_pylist(),
+                                        batch.column("row").to_pylist()):
+                where = f"{_local(path)}, row {row}"
+                rows.append(_event_row(source, event["ts"], event, where, row, now))
+            yield _record_batch(rows)
+
+    return convert

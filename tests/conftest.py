@@ -1,0 +1,16 @@
+"""One local Spark session for every test module that needs one (starting one costs seconds)."""
+import pytest
+
+import flamespark as fs
+from flamespark.engines.spark.session import check_java, spark_session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    try:
+        check_java()
+    except fs.FlameSparkError as exc:
+        pytest.skip(str(exc))
+    session = spark_session("local[2]", 2)
+    yield session
+    session.stop()

@@ -1,0 +1,166 @@
+"""Directories of JSONL or Parquet files through Spark's file source, sink directories, --follow, checkpoint claims."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import flamespark as fs
+from examples.running_sum import graph as running_sum
+from flamespark.inputs import read_input
+
+REPO = Path(__file__).resolve().parents[1]
+PIPELINE = "examples/running_sum.py:graph"
+LATENCY = 40
+TIMEOUT = 600
+
+
+def arrival_order(count: int, seed: int) -> list:
+    """Sensor readings, one per 5 ms, none arriving more than LATENCY ms behind the newest."""
+    rnd = random.Random(seed)
+    events = [{"ts": 5 * i, "sensor": f"s{rnd.randrange(4)}", "value": rnd.randrange(10)} for i in range(count)]
+    return sorted(events, key=lambda e: e["ts"] + rnd.randint(0, LATENCY))
+
+
+def write_file(path: Path, events: list):
+    """Write an event file atomically, so the file source never sees half of it."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    if path.suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(events), temporary)
+    else:
+        temporary.write_text("".join(json.dumps(e) + "\n" for e in events))
+    os.replace(temporary, path)
+
+
+def split_into(directory: Path, events: list, parts: int, suffix: str):
+    directory.mkdir(parents=True)
+    size = -(-len(events) // parts)
+    for index in range(parts):
+        write_file(directory / f"part-{index}{suffix}", events[index * size:(index + 1) * size])
+
+
+def in_order_run(events: list):
+    return fs.run(running_sum, {"readings": [(e["ts"], e) for e in events]}, reorder_latency=LATENCY)
+
+
+def read_directory(directory: Path) -> list:
+    values = []
+    for path in sorted(directory.iterdir()):
+        if path.suffix == ".parquet":
+            values.extend(pq.read_table(path).to_pylist())
+        else:
+            values.extend(json.loads(line) for line in path.read_text().splitlines())
+    return values
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settings(spark, tmp_path, suffix):
+    arrival = arrival_order(120, seed=len(suffix))
+    split_into(tmp_path / "in", arrival, 3, suffix)
+    expected = in_order_run(arrival)
+    assert fs.run(running_sum, {"readings": read_input("readings", tmp_path / "in")},
+                  reorder_latency=LATENCY).outputs == expected.outputs
+    fmt = suffix[1:]
+    options = dict(engine="spark", spark=spark, shards=2, timeout=TIMEOUT, checkpoint=tmp_path / "ck",
+                   output=tmp_path / "out", output_format=fmt)
+
+    result = fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
+    assert result.outputs == expected.outputs and result.late == [] and result.metrics["events"] == 120
+    assert read_directory(tmp_path / "out" / "totals") == expected.outputs["totals"]
+    assert all(p.suffix == suffix for p in (tmp_path / "out" / "totals").iterdir())
+
+    with pytest.raises(fs.InputError, match=r"belongs to a run with a different reorder_latency"):
+        fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY + 1, **options)
+    resumed = fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
+    assert resumed.outputs == expected.outputs and resumed.metrics["batches"] == result.metrics["batches"]
+
+
+def test_bad_directory_inputs_name_file_and_line(spark, tmp_path):
+    def run(directory):
+        return fs.run(running_sum, {"readings": directory}, engine="spark", spark=spark, timeout=TIMEOUT)
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    write_file(mixed / "a.jsonl", [{"ts": 1, "sensor": "a", "value": 1}])
+    write_file(mixed / "b.parquet", [{"ts": 2, "sensor": "a", "value": 1}])
+    with pytest.raises(fs.InputError, match=r"mixes \.jsonl and \.parquet files"):
+        run(mixed)
+
+    no_ts = tmp_path / "no_ts"
+    no_ts.mkdir()
+    write_file(no_ts / "a.parquet", [{"time": 2, "sensor": "a", "value": 1}])
+    with pytest.raises(fs.InputError, match=r"a\.parquet: Parquet events need an integer column 'ts' \(ms\); "
+                                            r"found no column 'ts'"):
+        run(no_ts)
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    write_file(broken / "a.jsonl", [{"ts": 1, "sensor": "a", "value": 1}])
+    (broken / "b.jsonl").write_text('{"ts": 2, "sensor": "a", "value": 1}\n\n{"ts": 3, "sensor": \n')
+    with pytest.raises(fs.InputError, match=rf"{broken / 'b.jsonl'}:3: malformed JSON"):
+        run(broken)
+
+    null_ts = tmp_path / "null_ts"
+    null_ts.mkdir()
+    write_file(null_ts / "a.parquet", [{"ts": 1, "sensor": "a", "value": 1}, {"ts": None, "sensor": "a", "value": 1}])
+    with pytest.raises(fs.InputError, match=rf"{null_ts / 'a.parquet'}, row 1: event time must be an integer"):
+        run(null_ts)
+
+
+def wait_for(condition, process, stderr: Path, what: str):
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert process.poll() is None, stderr.read_text()
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
+    arrival = arrival_order(90, seed=7)
+    late = {"ts": 0, "sensor": "late", "value": 5}
+    inputs, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    inputs.mkdir()
+    write_file(inputs / "part-0.jsonl", arrival[:30])
+    command = [sys.executable, "-m", "flamespark.cli", "run", str(REPO / PIPELINE), "--input", f"readings={inputs}",
+               "--out", str(out), "--checkpoint", str(checkpoint), "--reorder-latency", str(LATENCY),
+               "--master", "local[2]"]
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "wb") as log:
+        process = subprocess.Popen(command + ["--follow"], cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=log, start_new_session=True)
+        try:
+            wait_for(lambda: (out / "totals").is_dir() and any((out / "totals").iterdir()), process, stderr,
+                     "the first file's outputs")
+            write_file(inputs / "part-1.jsonl", [late] + arrival[30:60])
+            wait_for(lambda: (out / "late").is_dir() and any((out / "late").iterdir()), process, stderr,
+                     "the second file's dead letter")
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=TIMEOUT) == 0, stderr.read_text()
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+
+    # What a follow run released is exactly the in-order output up to its punctuation, written batch by batch.
+    read = arrival[:60]
+    final_up_to = max(e["ts"] for e in read) - LATENCY - 1
+    released = read_directory(out / "totals")
+    assert released == [o for o in in_order_run(read).outputs["totals"] if o["ts"] <= final_up_to]
+    assert released == [o for o in in_order_run(arrival).outputs["totals"] if o["ts"] <= final_up_to]
+    assert [dead["payload"] for dead in read_directory(out / "late")] == [late]
+    assert json.loads((out / "metrics.json").read_text())["events"] == 60
+
+    # The same checkpoint, run to the end of what the directory holds now, completes the output.
+    write_file(inputs / "part-2.jsonl", arrival[60:])
+    finished = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+    assert finished.returncode == 0, finished.stderr
+    totals = [json.loads(line) for line in (out / "totals.jsonl").read_text().splitlines()]
+    assert totals == in_order_run(arrival).outputs["totals"]
+    assert [json.loads(line)["payload"] for line in (out / "late.jsonl").read_text().splitlines()] == [late]

@@ -26,11 +26,12 @@ import io
 import json
 import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
+
+from flamespark.arguments import non_negative_int, positive_int
+from flamespark.jsonl import replacing
 
 __all__ = [
     "DumpError",
@@ -313,12 +314,6 @@ def synthetic_documents(
 # Writing events
 # --------------------------------------------------------------------------
 
-def _default_file_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def write_events(
     documents: Iterable[dict],
     out_path: str | os.PathLike[str],
@@ -340,60 +335,28 @@ def write_events(
     """
     if interval_ms < 0:
         raise ValueError(f"interval_ms must be >= 0, not {interval_ms}")
-    out = Path(out_path)
-    directory = out.parent if str(out.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{out.name}.", suffix=".tmp", dir=directory)
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for doc in documents:
-                event = {
-                    "ts": count * interval_ms,
-                    "doc_id": doc["doc_id"],
-                    "title": doc["title"],
-                    "text": doc["text"],
-                }
-                fh.write(json.dumps(event, ensure_ascii=False))
-                fh.write("\n")
-                count += 1
-                if progress is not None and count % progress_every == 0:
-                    progress(count)
-            if count == 0:
-                raise NoDocumentsError("no documents to write")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, _default_file_mode())
-        os.replace(tmp_name, out)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+    with replacing(out_path) as temporary, open(temporary, "w", encoding="utf-8", newline="\n") as fh:
+        for doc in documents:
+            event = {
+                "ts": count * interval_ms,
+                "doc_id": doc["doc_id"],
+                "title": doc["title"],
+                "text": doc["text"],
+            }
+            fh.write(json.dumps(event, ensure_ascii=False))
+            fh.write("\n")
+            count += 1
+            if progress is not None and count % progress_every == 0:
+                progress(count)
+        if count == 0:
+            raise NoDocumentsError("no documents to write")
     return count
 
 
 # --------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -423,12 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", "-o", required=True, metavar="EVENTS.jsonl",
         help="output JSONL file (replaced atomically)")
     parser.add_argument(
-        "--interval-ms", type=_non_negative_int, default=DEFAULT_INTERVAL_MS,
+        "--interval-ms", type=non_negative_int, default=DEFAULT_INTERVAL_MS,
         metavar="MS",
         help="event-time spacing between consecutive pages "
              "(default: %(default)s)")
     parser.add_argument(
-        "--synthetic", type=_positive_int, metavar="N",
+        "--synthetic", type=positive_int, metavar="N",
         help="generate N synthetic documents with Zipf word frequencies "
              "instead of reading a dump")
     parser.add_argument(

@@ -19,7 +19,8 @@ import numpy as np
 
 from flamespark.api import run
 from flamespark.cli import add_run_arguments
-from flamespark.disorder import _stddev_arg, count_inversions, count_runs, disorder_events
+from flamespark.arguments import non_negative_float
+from flamespark.disorder import count_inversions, count_runs, disorder_events
 from flamespark.inputs import read_input
 from flamespark.jsonl import write_atomic
 from flamespark.loader import load_graph
@@ -45,7 +46,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser):
     add_run_arguments(parser)
     parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=_sweep_arg,
                         help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
-    parser.add_argument("--stddev-ms", metavar="MS", type=_stddev_arg, default=1000.0,
+    parser.add_argument("--stddev-ms", metavar="MS", type=non_negative_float, default=1000.0,
                         help="delay standard deviation of the sweep (default: 1000)")
     parser.add_argument("--seed", metavar="S", type=int, default=0, help="random seed of the sweep (default: 0)")
 

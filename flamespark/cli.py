@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 from barrier.late import POLICIES
+from flamespark.arguments import non_negative_int, positive_float, positive_int
 from flamespark.errors import FlameSparkError
 from flamespark.plan import MODES
 from flamespark.sinks import SINK_FORMATS
-
 
 
 def _input_pair(text: str):
@@ -19,47 +19,26 @@ def _input_pair(text: str):
     return name, path
 
 
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
-
-
 def add_run_arguments(parser: argparse.ArgumentParser):
     """Options shared by `run` and `bench`."""
     parser.add_argument("pipeline", metavar="PATH.py:ATTR", help="Python file and the Graph in it (ATTR defaults to 'graph')")
     parser.add_argument("--input", metavar="NAME=PATH", action="append", type=_input_pair, default=[], required=True,
                         help="events for source NAME: a JSONL file (one object per line with an integer 'ts'), or a "
-                             "directory of such .jsonl files or of .parquet files with an integer column 'ts', "
-                             "read in name order; repeat per source")
+                             "directory of such .jsonl files or of .parquet files with an integer column 'ts' "
+                             "(Spark's file source; the local engine reads them in name order); repeat per source")
     parser.add_argument("--out", metavar="DIR", required=True, type=Path, help="output directory")
     parser.add_argument("--engine", choices=("spark", "local"), default="spark", help="where to run (default: spark)")
-    parser.add_argument("--reorder-latency", metavar="MS", type=_non_negative_int, default=0,
+    parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=0,
                         help="how far (ms) an event may arrive behind the newest one of its source (default: 0)")
     parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (dead-letter), adjust or fail")
-    parser.add_argument("--rate", metavar="EVENTS_PER_S", type=_positive_float,
-                        help="replay inputs at this rate (spark engine; default: as fast as possible)")
+    parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
+                        help="replay JSONL file inputs at this rate (spark engine; default: as fast as possible)")
     parser.add_argument("--master", metavar="URL", default=None, help="Spark master URL (default: local[*])")
     parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,
                         help="Spark checkpoint directory; rerun with the same one to resume (default: DIR/_checkpoint)")
-    parser.add_argument("--max-rows-per-batch", metavar="N", type=_positive_int, default=None,
-                        help="read at most N events per source in each Spark micro-batch, so batch boundaries "
-                             "do not depend on timing (spark engine; default: all available)")
+    parser.add_argument("--max-rows-per-batch", metavar="N", type=positive_int, default=None,
+                        help="replay at most N events of each JSONL file input in each Spark micro-batch, so batch "
+                             "boundaries do not depend on timing (spark engine; default: all available)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep reading input directories for new files until interrupted (Ctrl-C stops cleanly; "
                           "rerun with the same --checkpoint to go on); each micro-batch's releases are written as "
                           "it ends, to DIR/<sink>/batch-N.<format> and DIR/late/ (spark engine)")
+    run.add_argument("--idle-timeout", metavar="SECONDS", type=positive_float, default=None,
+                     help="a source that delivers nothing for this long stops holding back the others' releases; "
+                          "its later events behind them are late (spark engine; default: wait for every source)")
     run.set_defaults(handler=_run_command)
 
     from flamespark.disorder import add_disorder_arguments, disorder_command

@@ -33,12 +33,14 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from flamespark.arguments import non_negative_float, percent
+from flamespark.jsonl import replacing
 
 __all__ = [
     "DEFAULT_PERCENT",
@@ -274,26 +276,10 @@ def _json_type(obj: Any) -> str:
 
 
 def _write_atomically(out_path: Path, lines: list[bytes], order: np.ndarray) -> None:
-    directory = out_path.parent if str(out_path.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{out_path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for i in order:
-                fh.write(lines[i])
-                fh.write(b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp_name, 0o666 & ~mask)
-        os.replace(tmp_name, out_path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+    with replacing(out_path) as temporary, open(temporary, "wb") as fh:
+        for i in order:
+            fh.write(lines[i])
+            fh.write(b"\n")
 
 
 def disorder_file(
@@ -347,28 +333,6 @@ def disorder_file(
 # Command line
 # --------------------------------------------------------------------------
 
-def _percent_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 100.0:
-        raise argparse.ArgumentTypeError(
-            f"must be between 0 and 100, not {text}")
-    return value
-
-
-def _stddev_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (value >= 0.0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(
-            f"must be a finite number >= 0, not {text}")
-    return value
-
-
 def add_disorder_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``disorder`` options to *parser* (a subcommand parser).
 
@@ -388,11 +352,11 @@ def add_disorder_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         "--out", "-o", required=True, metavar="OUT",
         help="where to write the re-ordered JSONL (replaced atomically)")
     parser.add_argument(
-        "--percent", "-p", type=_percent_arg, default=DEFAULT_PERCENT,
+        "--percent", "-p", type=percent, default=DEFAULT_PERCENT,
         metavar="P",
         help="percentage of events to delay, 0-100 (default: %(default)g)")
     parser.add_argument(
-        "--stddev-ms", "-d", type=_stddev_arg, default=DEFAULT_STDDEV_MS,
+        "--stddev-ms", "-d", type=non_negative_float, default=DEFAULT_STDDEV_MS,
         metavar="D",
         help="standard deviation of the delay |N(0, D)| in ms "
              "(default: %(default)g)")

@@ -50,7 +50,7 @@ class Graph:
         """Add a node. Sinks have a namespace of their own, so a sink may share its source's name."""
         if not isinstance(node.name, str) or not node.name:
             raise GraphError(f"operator names must be non-empty strings, got {node.name!r}")
-        node_id = _node_id(node.kind, node.name)
+        node_id = graph_node_id(node.kind, node.name)
         if node_id in self.nodes:
             what = "a sink" if node.kind == "sink" else "an operator"
             raise GraphError(f"graph {self.name!r} already has {what} named {node.name!r}")
@@ -114,7 +114,8 @@ class Graph:
         return node.name
 
 
-def _node_id(kind: str, name: str) -> str:
+def graph_node_id(kind: str, name: str) -> str:
+    """The id of a node in `Graph.nodes`: its name, or `sink:NAME` for a sink, whose names are apart."""
     return f"sink:{name}" if kind == "sink" else name
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from flamespark.errors import InputError
@@ -52,18 +53,36 @@ def _json_default(value):
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def write_atomic(path, text: str):
-    """Write `text` to `path` through a temporary file in the same directory, then rename."""
+@contextmanager
+def replacing(path):
+    """A temporary path next to `path`, renamed over it when the block succeeds, else removed.
+
+    Readers of `path` see the old file or the whole new one, never a part.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        yield Path(temporary)
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from other users
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path, text: str):
+    """Write `text` to `path` atomically (see `replacing`)."""
+    with replacing(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
 
 
 def write_jsonl(path, values):

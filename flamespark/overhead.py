@@ -45,7 +45,8 @@ from pyspark.sql.streaming import StatefulProcessor, StreamingQueryListener
 
 from flamespark.api import run
 from flamespark.codec import pack
-from flamespark.disorder import _stddev_arg, disorder_events
+from flamespark.arguments import non_negative_float
+from flamespark.disorder import disorder_events
 from flamespark.graph import Graph
 from flamespark.jsonl import write_atomic, write_jsonl
 
@@ -550,7 +551,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-rows", type=int, default=1000, metavar="R",
                    help="rows per micro-batch (the replay source's maxRowsPerBatch, for both queries)")
     p.add_argument("--percent", type=float, default=10.0, metavar="P", help="percent of events delayed")
-    p.add_argument("--stddev-ms", type=_stddev_arg, default=1000.0, metavar="D",
+    p.add_argument("--stddev-ms", type=non_negative_float, default=1000.0, metavar="D",
                    help="standard deviation of the delays |N(0, D)|")
     p.add_argument("--seed", type=int, default=0, help="random seed of keys and delays")
     p.add_argument("--repeat", type=int, default=2, help="measured runs of each query (alternating)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flamespark.errors import GraphError
-from flamespark.graph import Graph
+from flamespark.graph import Graph, graph_node_id
 from operators import (
     BranchOperator,
     BufferSort,
@@ -23,12 +23,13 @@ class PhysicalPlan:
     """Operators by name, in topological order, and where each one's output goes.
 
     `downstream` maps a source or operator name to the operator or sink names
-    that receive its output; names in `sinks` are served by the barrier.
+    that receive its output; the targets in `sinks` (each a sink's node id,
+    apart from operator names) are served by the barrier, and map to the sink's name.
     """
 
     operators: dict = field(default_factory=dict)
     downstream: dict = field(default_factory=dict)
-    sinks: set = field(default_factory=set)
+    sinks: dict = field(default_factory=dict)
 
     def add(self, operator):
         self.operators[operator.name] = operator
@@ -74,7 +75,7 @@ def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
         if node.kind == "source":
             plan.downstream[node.name] = []
         if node.kind == "sink":
-            plan.sinks.add(node.name)
+            plan.sinks[entries[0]] = node.name
         else:
             exits[node.name] = entries if node.kind == "union" else [node.name]
     return plan
@@ -84,7 +85,7 @@ def _entries(plan, node, mode) -> list:
     """The operator names that receive the node's input(s)."""
     kind = node.kind
     if kind in ("source", "sink"):
-        return [node.name]
+        return [graph_node_id(kind, node.name)]
     if kind == "union":
         return [plan.add(BranchOperator(f"{node.name}/in{i}", i)) for i in range(len(node.inputs))]
     buffer = None

@@ -55,8 +55,8 @@ def run_to_directory(args, mode: str):
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
     if args.engine == "local":
-        if args.follow:
-            raise InputError("--follow needs --engine spark")
+        if args.follow or args.idle_timeout is not None:
+            raise InputError("--follow and --idle-timeout need --engine spark")
         inputs = {name: read_input(name, path) for name, path in paths.items()}
         result = run(graph, inputs, engine="local", mode=mode, reorder_latency=args.reorder_latency, late=args.late)
     else:
@@ -65,7 +65,8 @@ def run_to_directory(args, mode: str):
         result = run(
             graph, paths, engine="spark", mode=mode, reorder_latency=args.reorder_latency, late=args.late,
             rate=args.rate, master=args.master, checkpoint=checkpoint, max_rows_per_batch=args.max_rows_per_batch,
-            follow=args.follow, output=out if args.follow else None, output_format=args.sink_format,
+            follow=args.follow, idle_timeout=args.idle_timeout, output=out if args.follow else None,
+            output_format=args.sink_format,
         )
     if not args.follow:
         for sink, values in result.outputs.items():

@@ -1,12 +1,10 @@
 """Writing released payloads as JSONL or Parquet files, atomically."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from flamespark.errors import PayloadError
-from flamespark.jsonl import write_jsonl
+from flamespark.jsonl import replacing, write_jsonl
 
 SINK_FORMATS = ("jsonl", "parquet")
 
@@ -37,12 +35,5 @@ def _write_parquet(path: Path, values: list):
             table = pa.table({"value": pa.array(values)}) if values else pa.table({})
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise PayloadError(f"cannot write {path.name} as Parquet (payloads need one type per column): {exc}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    try:
+    with replacing(path) as temporary:
         pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

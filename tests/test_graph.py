@@ -111,3 +111,10 @@ def test_a_sink_may_share_its_sources_name():
     assert fs.run(g, {"docs": [(1, 2), (2, 3)]}).outputs == {"docs": [4, 6]}
     with pytest.raises(fs.GraphError, match="already has a sink named 'docs'"):
         g.source("other").sink("docs")
+
+
+def test_a_sink_may_share_its_operators_name():
+    g = fs.Graph("g")
+    g.source("n").stateful(key=lambda v: v % 2, update=lambda s, v: ((s or 0) + v, [(s or 0) + v]),
+                           name="totals").sink("totals")
+    assert fs.run(g, {"n": [(3, 3), (1, 1), (2, 2)]}, reorder_latency=5).outputs == {"totals": [1, 2, 4]}

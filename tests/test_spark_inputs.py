@@ -5,6 +5,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -164,3 +165,67 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
     totals = [json.loads(line) for line in (out / "totals.jsonl").read_text().splitlines()]
     assert totals == in_order_run(arrival).outputs["totals"]
     assert [json.loads(line)["payload"] for line in (out / "late.jsonl").read_text().splitlines()] == [late]
+
+
+def _two_sensor_sources():
+    from examples.running_sum import add_reading
+
+    graph = fs.Graph("two_sensor_sources")
+    a, b = graph.source("a"), graph.source("b")
+    a.union(b, name="both").stateful(key=lambda r: r["sensor"], update=add_reading, name="totals").sink("totals")
+    return graph
+
+
+def readings(sensor: str, times) -> list:
+    return [{"ts": ts, "sensor": sensor, "value": ts % 7} for ts in times]
+
+
+def test_an_idle_source_stops_holding_back_the_other_after_the_idle_timeout(spark, tmp_path):
+    graph, idle = _two_sensor_sources(), 2.0
+    a, b, out = tmp_path / "a", tmp_path / "b", tmp_path / "out"
+    a.mkdir(), b.mkdir()
+    write_file(a / "part-0.jsonl", readings("a", range(0, 201, 10)))
+    write_file(b / "part-0.jsonl", readings("b", range(0, 51, 5)))
+    outcome = {}
+
+    def follow():
+        outcome["result"] = fs.run(graph, {"a": a, "b": b}, engine="spark", spark=spark, reorder_latency=LATENCY,
+                                   follow=True, idle_timeout=idle, output=out, checkpoint=tmp_path / "ck")
+
+    def released():
+        return read_directory(out / "totals") if (out / "totals").is_dir() else []
+
+    def until(condition, what):
+        deadline = time.monotonic() + TIMEOUT
+        while not condition():
+            assert runner.is_alive(), f"the run ended before {what}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.2)
+
+    def in_order(events, up_to):
+        totals = fs.run(graph, {"a": [(e["ts"], e) for e in events if e["sensor"] == "a"],
+                                "b": [(e["ts"], e) for e in events if e["sensor"] == "b"]}).outputs["totals"]
+        return [total for total in totals if total["ts"] <= up_to]
+
+    runner = threading.Thread(target=follow)
+    runner.start()
+    try:
+        # b's newest reading (50) holds a's back: released up to 50 - LATENCY - 1 only.
+        until(lambda: released(), "the first batch")
+        first = readings("a", range(0, 201, 10)) + readings("b", range(0, 51, 5))
+        assert released() == in_order(first, 50 - LATENCY - 1)
+        # Past the idle timeout, a's next file releases up to a's own punctuation.
+        time.sleep(idle + 0.5)
+        write_file(a / "part-1.jsonl", readings("a", range(210, 301, 10)))
+        second = first + readings("a", range(210, 301, 10))
+        until(lambda: len(released()) == len(in_order(second, 300 - LATENCY - 1)), "the idle source to be passed")
+        # b comes back: a reading behind the punctuation it was given is late, a newer one is on time.
+        write_file(b / "part-1.jsonl", readings("b", [100, 280]))
+        until(lambda: (out / "late").is_dir() and any((out / "late").iterdir()), "b's late reading")
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        runner.join()
+    result = outcome["result"]
+    assert [dead["payload"] for dead in result.late] == readings("b", [100])
+    assert released() == result.outputs["totals"] == in_order(second + readings("b", [280]), 300 - LATENCY - 1)

@@ -40,7 +40,7 @@ class LocalRun:
         self.minter = EventMinter()
         self.issued = -math.inf
         self.source_horizon = dict.fromkeys(self.sources, -math.inf)
-        self.outputs = {sink: [] for sink in self.plan.sinks}
+        self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.latencies_ms = []
         self.events = 0
         self.punctuations = 0
@@ -85,7 +85,7 @@ class LocalRun:
         while pending:
             target, item = pending.pop()
             if target in plan.sinks:
-                self.barrier.push(target, item)
+                self.barrier.push(plan.sinks[target], item)
                 continue
             for out in reversed(plan.operators[target].process(item)):
                 reached = plan.route(target, out)

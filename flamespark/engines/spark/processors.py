@@ -94,58 +94,96 @@ class Horizons:
         return {source: encode_time(time) for source, time in self.times.items()}
 
 
+def _batch_time_ms(timerValues) -> int:
+    """The micro-batch's processing time, which Spark keeps in its offset log, so a rerun batch sees the same."""
+    now = timerValues.getCurrentProcessingTimeInMs()
+    return now if now > 0 else int(time.time() * 1000)
+
+
 class IngestProcessor(BlobProcessor):
-    """Stage 0, one group per source: late policy, meta, stateless operators, punctuations.
+    """Stage 0, one group for all sources: late policy, meta, stateless operators, punctuations.
 
     A source ends at its end row, or once it has delivered `expected[source]`
-    events (a directory read up to the files it held at the start).
+    events (a directory read up to the files it held at the start). With
+    `idle_timeout` (seconds), a source that has delivered nothing for that
+    long stops holding the others back: its punctuation is raised to the
+    lowest of the other sources', so that its later events at or below that
+    are late.
     """
 
-    def __init__(self, topology, reorder_latency: int, late: str, expected: dict | None = None):
+    def __init__(self, topology, reorder_latency: int, late: str, expected: dict | None = None,
+                 idle_timeout: float | None = None):
         self.topology = topology
         self.reorder_latency = reorder_latency
         self.late = late
         self.expected = expected or {}
+        self.idle_ms = None if idle_timeout is None else idle_timeout * 1000
 
     def handleInputRows(self, key, rows, timerValues):
-        source = key[0]
-        state = self.load({"max_ts": None, "horizon": -math.inf, "ended": False, "seen": [], "events": 0,
-                           "received": 0})
+        now = _batch_time_ms(timerValues)
+        state = self.load({"sources": {}, "seen": []})
+        sources = {source: state["sources"].get(source) or _new_source(now) for source in self.topology.sources}
         batch = concat(rows).sort_values("seq", kind="stable")
-        late = LatePolicy(self.late)
+        late = {source: LatePolicy(self.late) for source in sources}
         minter = EventMinter()
         minter.load(state["seen"])
         out = []
         for row in batch.itertuples(index=False):
+            progress = sources[row.target]
+            progress["last_seen"] = now
             if row.kind == END:
-                state["ended"] = True
+                progress["ended"] = True
                 continue
-            state["received"] += 1
+            progress["received"] += 1
             payload = unpack(row.payload)
-            ts = late.admit(source, row.ts, payload, state["horizon"])
+            ts = late[row.target].admit(row.target, row.ts, payload, progress["horizon"])
             if ts is None:
                 continue
-            state["events"] += 1
-            state["max_ts"] = ts if state["max_ts"] is None else max(state["max_ts"], ts)
-            out.extend(self.topology.rows_after(source, minter.mint(source, ts, payload, row.arrival)))
-        expected = self.expected.get(source)
-        if state["ended"] or (expected is not None and state["received"] >= expected):
-            horizon = math.inf
-        elif state["max_ts"] is None:
-            horizon = -math.inf
-        else:
-            horizon = state["max_ts"] - self.reorder_latency - 1
-        state["horizon"] = max(state["horizon"], horizon)
-        minter.forget(state["horizon"])
+            progress["events"] += 1
+            progress["max_ts"] = ts if progress["max_ts"] is None else max(progress["max_ts"], ts)
+            out.extend(self.topology.rows_after(row.target, minter.mint(row.target, ts, payload, row.arrival)))
+        before = {source: progress["horizon"] for source, progress in sources.items()}
+        for source, progress in sources.items():
+            progress["horizon"] = max(progress["horizon"], self._horizon(source, progress))
+        self._pass_idle(sources, now)
+        minter.forget(min(progress["horizon"] for progress in sources.values()))
+        advanced = {source: p["horizon"] for source, p in sources.items() if p["horizon"] > before[source]}
+        out.extend(_punctuation_rows(advanced, self.topology.shards))
+        for source, progress in sources.items():
+            policy = late[source]
+            out.extend(control_row(LATE, source, payload=pack(dead)) for dead in policy.dead_letters)
+            progress["late_dropped"] += len(policy.dead_letters)
+            progress["late_adjusted"] += policy.adjusted
+            metrics = {k: progress[k] for k in ("events", "late_dropped", "late_adjusted")}
+            out.append(_metric_row("ingest", 0, dict(metrics, source=source)))
         state["seen"] = minter.dump()
-        out.extend(_punctuation_rows({source: state["horizon"]}, self.topology.shards))
-        out.extend(control_row(LATE, source, payload=pack(dead)) for dead in late.dead_letters)
-        state["late_dropped"] = state.get("late_dropped", 0) + len(late.dead_letters)
-        state["late_adjusted"] = state.get("late_adjusted", 0) + late.adjusted
+        state["sources"] = sources
         self.save(state)
-        metrics = {k: state[k] for k in ("events", "late_dropped", "late_adjusted")}
-        out.append(_metric_row("ingest", 0, dict(metrics, source=source)))
         yield frame(out)
+
+    def _horizon(self, source, progress):
+        """The source's own punctuation: +inf once it ended, else its newest time less the reorder latency."""
+        expected = self.expected.get(source)
+        if progress["ended"] or (expected is not None and progress["received"] >= expected):
+            return math.inf
+        if progress["max_ts"] is None:
+            return -math.inf
+        return progress["max_ts"] - self.reorder_latency - 1
+
+    def _pass_idle(self, sources: dict, now: int):
+        """Raise idle sources' punctuations to the lowest of the active ones'."""
+        if self.idle_ms is None:
+            return
+        idle = {s for s, p in sources.items() if not p["ended"] and now - p["last_seen"] >= self.idle_ms}
+        active = [p["horizon"] for s, p in sources.items() if s not in idle]
+        if idle and active:
+            for source in idle:
+                sources[source]["horizon"] = max(sources[source]["horizon"], min(active))
+
+
+def _new_source(now: int) -> dict:
+    return {"max_ts": None, "horizon": -math.inf, "ended": False, "received": 0, "events": 0,
+            "late_dropped": 0, "late_adjusted": 0, "last_seen": now}
 
 
 class KeyedStore:
@@ -202,7 +240,7 @@ def _apply(topology, items, barrier=None) -> list:
             for target, reached in topology.plan.route(operator.name, result):
                 if target not in topology.plan.sinks:
                     raise AssertionError(f"the last stage feeds keyed operator {target!r}")
-                barrier.push(target, reached)
+                barrier.push(topology.plan.sinks[target], reached)
     return out
 
 
@@ -245,7 +283,7 @@ class StageProcessor(BlobProcessor):
             if row.target in self.operators:
                 items.append((self.operators[row.target], row_item(row)))
             else:
-                barrier.push(row.target, row_item(row))
+                barrier.push(self.topology.plan.sinks[row.target], row_item(row))
         out = _apply(self.topology, items, barrier)
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         store.punctuate(horizons.time)
@@ -383,7 +421,7 @@ class BufferedBarrierProcessor(BlobProcessor):
             yield passing[COLUMNS]
         barrier = _load_barrier(state)
         for row in batch[batch["kind"] == ITEM].itertuples(index=False):
-            barrier.push(row.target, row_item(row))
+            barrier.push(self.topology.plan.sinks[row.target], row_item(row))
         yield from self._flush(key[0], state, barrier, timerValues)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):

@@ -134,9 +134,10 @@ def source_streams(spark, prepared: dict, rate=None, max_rows=None):
     return stream, expected
 
 
-def build_query(stream, topology, reorder_latency, late, expected=None):
+def build_query(stream, topology, reorder_latency, late, expected=None, idle_timeout=None):
     """Raw event rows -> ingest -> stages (the last with the barrier) -> released rows."""
-    stream = _process(stream, IngestProcessor(topology, reorder_latency, late, expected), "target")
+    # Raw rows all carry shard 0: one ingest group sees every source's progress, which idleness needs.
+    stream = _process(stream, IngestProcessor(topology, reorder_latency, late, expected, idle_timeout), "shard")
     if topology.mode == "buffered":
         stream = _watermarked(stream, reorder_latency)
         for stage in range(1, topology.stages + 1):
@@ -150,7 +151,7 @@ def build_query(stream, topology, reorder_latency, late, expected=None):
 
 def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", rate=None, master=None,
               checkpoint=None, spark=None, shards=None, timeout=None, max_rows_per_batch=None, progress=None,
-              follow=False, output=None, output_format="jsonl"):
+              follow=False, idle_timeout=None, output=None, output_format="jsonl"):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
     `inputs` maps source names to a JSONL file, a directory of JSONL or
@@ -158,6 +159,8 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
     arrival order (at `rate` events/s if given). With `follow`, directories
     are watched for new files until the run is interrupted or `timeout`
     seconds pass; otherwise the run ends after the events present at its start.
+    With `idle_timeout` (s), a source that delivers nothing for that long no
+    longer holds back the others' releases; its later events behind them are late.
     With `output`, each micro-batch's releases are written as it completes,
     to `output/<sink>/` and `output/late/` (`output_format` "jsonl" or "parquet").
     With `checkpoint`, a stopped run resumes from it and ends with exactly the
@@ -174,10 +177,10 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
         prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
-            "shards": shards, "inputs": _fingerprint(prepared),
+            "idle_timeout": idle_timeout, "shards": shards, "inputs": _fingerprint(prepared),
         }, started=(workdir / "checkpoint").exists())
         stream, expected = source_streams(spark, prepared, rate, max_rows_per_batch)
-        stream = build_query(stream, topology, reorder_latency, late, expected)
+        stream = build_query(stream, topology, reorder_latency, late, expected, idle_timeout)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,
                                    output=output, output_format=output_format)

@@ -15,36 +15,19 @@ def _number(text: str, kind):
     return value
 
 
-def non_negative_int(text: str) -> int:
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
-    return value
+def _bounded(kind, holds, requirement: str):
+    """An option type for numbers of `kind` for which `holds(value)`; the error says `requirement`."""
+    def parse(text: str):
+        value = _number(text, kind)
+        if not holds(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, not {text}")
+        return value
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    value = _number(text, int)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = _number(text, float)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {text}")
-    return value
-
-
-def percent(text: str) -> float:
-    value = _number(text, float)
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, not {text}")
-    return value
+non_negative_int = _bounded(int, lambda value: value >= 0, ">= 0")
+positive_int = _bounded(int, lambda value: value > 0, "> 0")
+non_negative_float = _bounded(float, lambda value: value >= 0, ">= 0")
+positive_float = _bounded(float, lambda value: value > 0, "> 0")
+percent = _bounded(float, lambda value: 0 <= value <= 100, "between 0 and 100")

@@ -101,7 +101,7 @@ def _batch_time_ms(timerValues) -> int:
 
 
 class IngestProcessor(BlobProcessor):
-    """Stage 0, one group for all sources: late policy, meta, stateless operators, punctuations.
+    """Stage 0, one group for `sources`: late policy, meta, stateless operators, punctuations.
 
     A source ends at its end row, or once it has delivered `expected[source]`
     events (a directory read up to the files it held at the start). With
@@ -111,9 +111,10 @@ class IngestProcessor(BlobProcessor):
     are late.
     """
 
-    def __init__(self, topology, reorder_latency: int, late: str, expected: dict | None = None,
+    def __init__(self, topology, sources: list, reorder_latency: int, late: str, expected: dict | None = None,
                  idle_timeout: float | None = None):
         self.topology = topology
+        self.sources = sources
         self.reorder_latency = reorder_latency
         self.late = late
         self.expected = expected or {}
@@ -122,7 +123,7 @@ class IngestProcessor(BlobProcessor):
     def handleInputRows(self, key, rows, timerValues):
         now = _batch_time_ms(timerValues)
         state = self.load({"sources": {}, "seen": []})
-        sources = {source: state["sources"].get(source) or _new_source(now) for source in self.topology.sources}
+        sources = {source: state["sources"].get(source) or _new_source(now) for source in self.sources}
         batch = concat(rows).sort_values("seq", kind="stable")
         late = {source: LatePolicy(self.late) for source in sources}
         minter = EventMinter()

@@ -117,32 +117,42 @@ def _fingerprint(prepared: dict) -> dict:
 
 
 def source_streams(spark, prepared: dict, rate=None, max_rows=None):
-    """The raw event rows of every source, unioned, and the event counts that end finite directory sources."""
+    """Each source's raw event rows, and the event counts that end finite directory sources."""
     spark.dataSource.register(ReplaySource)
-    streams, expected = [], {}
+    streams, expected = {}, {}
     for source, how in prepared.items():
         if how[0] == "replay":
-            streams.append(_replay_stream(spark, source, how[1], rate, max_rows))
+            streams[source] = _replay_stream(spark, source, how[1], rate, max_rows)
             continue
         _, directory, fmt, count = how
-        streams.append(file_stream(spark, source, directory, fmt))
+        streams[source] = file_stream(spark, source, directory, fmt)
         if count is not None:
             expected[source] = count
-    stream = streams[0]
+    return streams, expected
+
+
+def _union(streams):
+    streams = list(streams)
+    union = streams[0]
     for other in streams[1:]:
-        stream = stream.unionByName(other)
-    return stream, expected
+        union = union.unionByName(other)
+    return union
 
 
-def build_query(stream, topology, reorder_latency, late, expected=None, idle_timeout=None):
-    """Raw event rows -> ingest -> stages (the last with the barrier) -> released rows."""
-    # Raw rows all carry shard 0: one ingest group sees every source's progress, which idleness needs.
-    stream = _process(stream, IngestProcessor(topology, reorder_latency, late, expected, idle_timeout), "shard")
+def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None):
+    """Each source's raw event rows -> ingest -> stages (the last with the barrier) -> released rows."""
+    def ingest(stream, sources):
+        # Raw rows all carry shard 0, so one group ingests `sources` and sees all their progress.
+        processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout)
+        return _process(stream, processor, "shard")
+
     if topology.mode == "buffered":
-        stream = _watermarked(stream, reorder_latency)
+        # As a Spark user writes it: a watermark per input, so that Spark's watermark is their minimum.
+        stream = _union(_watermarked(ingest(rows, [source]), reorder_latency) for source, rows in streams.items())
         for stage in range(1, topology.stages + 1):
             stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
         return _process(stream, BufferedBarrierProcessor(topology), "shard", timed=True)
+    stream = ingest(_union(streams.values()), list(streams))
     last = max(topology.stages, 1)
     for stage in range(1, last + 1):
         stream = _process(stream, StageProcessor(topology, stage, final=stage == last), "shard")
@@ -168,6 +178,9 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
     """
     graph.validate()
     check_input_names(graph.sources, inputs)
+    if idle_timeout is not None and mode == "buffered":
+        raise FlameSparkError("idle_timeout needs mode='optimistic': the buffered baseline follows Spark's "
+                              "watermark, which waits for every input")
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         spark = spark or spark_session(master, shards)
@@ -179,8 +192,8 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
             "idle_timeout": idle_timeout, "shards": shards, "inputs": _fingerprint(prepared),
         }, started=(workdir / "checkpoint").exists())
-        stream, expected = source_streams(spark, prepared, rate, max_rows_per_batch)
-        stream = build_query(stream, topology, reorder_latency, late, expected, idle_timeout)
+        streams, expected = source_streams(spark, prepared, rate, max_rows_per_batch)
+        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,
                                    output=output, output_format=output_format)

@@ -196,6 +196,8 @@ ROWS = [
     ("peak buffered items", lambda m: m.get("peak_buffered")),
     ("events/s", lambda m: m.get("events_per_s")),
     ("wall time (s)", lambda m: m.get("wall_s")),
+    ("micro-batches", lambda m: m.get("batches")),
+    ("release delay, mean (micro-batches)", lambda m: m.get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
 
 
@@ -215,6 +217,7 @@ def markdown(report: dict) -> str:
     for label, get in ROWS:
         lines.append(f"| {label} | {_number(get(report['optimistic']))} | {_number(get(report['buffered']))} |")
     lines += ["", f"Outputs equal: **{'yes' if report['outputs_equal'] else 'NO'}**. Latency plot: `latency.png`.", ""]
+    lines += _release_delays(report)
     if "sweep" in report:
         lines += [
             "## Disorder sweep",
@@ -238,6 +241,24 @@ def markdown(report: dict) -> str:
         lines += ["", f"Delays |N(0, {report['sweep'][0]['stddev_ms']:g} ms)|, seed {report['sweep'][0]['seed']}. "
                       "Plot: `sweep.png`.", ""]
     return "\n".join(lines)
+
+
+def _release_delays(report: dict) -> list:
+    """A table of how many outputs each mode released 0, 1, 2, ... micro-batches after their event arrived."""
+    histograms = {mode: report[mode].get("release_delay_batches", {}).get("histogram") for mode in MODES}
+    if not all(histograms.values()):
+        return []
+    delays = sorted({int(delay) for histogram in histograms.values() for delay in histogram})
+    lines = [
+        "Micro-batches from an event's arrival to its output's release:",
+        "",
+        "| | " + " | ".join(map(str, delays)) + " |",
+        "|---|" + "---:|" * len(delays),
+    ]
+    for mode, histogram in histograms.items():
+        counts = {int(delay): count for delay, count in histogram.items()}
+        lines.append(f"| {mode} | " + " | ".join(_number(counts.get(delay)) for delay in delays) + " |")
+    return lines + [""]
 
 
 # ------------------------------------------------------------------ plots

@@ -1,5 +1,6 @@
-"""`flamespark bench` on the local engine: report files, keys, equal outputs, sweep points."""
+"""`flamespark bench`: report files, keys, equal outputs, sweep points; release delays on Spark."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,9 @@ def events_file(tmp_path):
     return path
 
 
-def bench(tmp_path, events_file, *extra):
+def bench(tmp_path, events_file, *extra, engine="local"):
     out = tmp_path / "bench"
-    argv = ["bench", PIPELINE, "--input", f"docs={events_file}", "--out", str(out), "--engine", "local",
+    argv = ["bench", PIPELINE, "--input", f"docs={events_file}", "--out", str(out), "--engine", engine,
             "--reorder-latency", "200", *extra]
     assert main(argv) == 0
     return out, json.loads((out / "report.json").read_text())
@@ -57,6 +58,20 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     markdown = (out / "report.md").read_text()
     assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown
     assert "bench: input: optimistic" in capsys.readouterr().err
+
+
+def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, events_file):
+    out, report = bench(tmp_path, events_file, "--max-rows-per-batch", "10", engine="spark")
+    assert report["outputs_equal"] is True
+    means = {}
+    for mode in ("optimistic", "buffered"):
+        delays = report[mode]["release_delay_batches"]
+        assert sum(delays["histogram"].values()) == report[mode]["released"]
+        means[mode] = delays["mean"]
+    assert means["optimistic"] < means["buffered"]
+    markdown = (out / "report.md").read_text()
+    assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
+    assert re.search(r"^\| optimistic \| [0-9,]+ \|", markdown, re.MULTILINE)
 
 
 def test_sweep_runs_both_modes_at_every_percent(tmp_path, events_file):

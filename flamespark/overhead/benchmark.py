@@ -1,0 +1,88 @@
+"""Warm up, then run queries A and B alternately on one SparkSession."""
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from flamespark.engines.spark.session import spark_session
+from flamespark.jsonl import write_jsonl
+from flamespark.overhead.baseline import run_baseline, write_baseline_input
+from flamespark.overhead.progress import ProgressListener, summarize
+from flamespark.overhead.report import make_report
+from flamespark.overhead.workload import FLAMESPARK_OPERATORS, make_events, max_lag, run_flamespark
+
+WARMUP_BATCHES = 4
+QUERIES = ("flamespark", "baseline")
+
+
+def say(text: str):
+    """One line of progress on stderr."""
+    print(f"overhead: {text}", file=sys.stderr, flush=True)
+
+
+def _write_inputs(workdir: Path, name: str, events: list) -> tuple[Path, Path]:
+    """`events` as FlameSpark's JSONL input and as the baseline's replay file."""
+    jsonl, replay = workdir / f"{name}.jsonl", workdir / f"{name}.replay"
+    write_jsonl(jsonl, events)
+    write_baseline_input(replay, events)
+    return jsonl, replay
+
+
+def _run(query: str, spark, args, listener, events: list, paths: tuple, batch_rows: int, reorder_latency: int) -> dict:
+    """One summarised run of query A (`flamespark`) or B (`baseline`)."""
+    jsonl, replay = paths
+    if query == "flamespark":
+        facts = run_flamespark(spark, jsonl, len(events), batch_rows, reorder_latency, args.shards, listener)
+        return summarize(facts, FLAMESPARK_OPERATORS)
+    facts = run_baseline(spark, replay, len(events), batch_rows, args.baseline, args.shards, listener)
+    return summarize(facts, [f"count by {args.baseline}"])
+
+
+def benchmark(args, spark=None) -> dict:
+    """Warm up, run A and B alternately `args.repeat` times, and return the report."""
+    workdir = Path(tempfile.mkdtemp(prefix="flamespark-overhead-"))
+    try:
+        say(f"generating {args.events:,} events over {args.keys} keys "
+            f"({args.percent:g} % delayed by |N(0, {args.stddev_ms:g} ms)|, ts every {args.spacing_ms} ms)")
+        events = make_events(args.events, args.keys, args.spacing_ms, args.percent, args.stddev_ms, args.seed)
+        reorder_latency = max_lag(events)
+        measured = _write_inputs(workdir, "events", events)
+        warm = events[: args.warmup_events]
+        warm_paths = _write_inputs(workdir, "warmup", warm)
+
+        say(f"starting Spark ({args.master}, {args.shards} shuffle partitions)")
+        started = time.perf_counter()
+        spark = spark or spark_session(args.master, args.shards)
+        session_s = time.perf_counter() - started
+        for setting in args.conf or []:
+            key, _, value = setting.partition("=")
+            spark.conf.set(key, value)
+        listener = ProgressListener()
+        spark.streams.addListener(listener)
+        try:
+            # Several micro-batches, so that the warm-up also runs the later-batch path (state to load).
+            warm_rows = max(1, math.ceil(len(warm) / WARMUP_BATCHES))
+            say(f"session ready in {session_s:.1f} s; warming up on {len(warm)} events, {warm_rows} a batch")
+            warmup = [_run(query, spark, args, listener, warm, warm_paths, warm_rows, max_lag(warm))
+                      for query in QUERIES]
+            say("warm-up: " + ", ".join(f"{w['query']} {w['wall_s']:.1f} s" for w in warmup))
+            runs = []
+            for index in range(1, args.repeat + 1):
+                pair = {"run": index}
+                for query in QUERIES if index % 2 else QUERIES[::-1]:
+                    say(f"run {index}/{args.repeat}: {query} ...")
+                    done = pair[query] = _run(query, spark, args, listener, events, measured, args.batch_rows,
+                                              reorder_latency)
+                    say(f"run {index}/{args.repeat}: {query} {done['wall_s']:.1f} s, "
+                        f"{done['events_per_s']:,.0f} events/s, {done['batches']} batches, {done['outputs']:,} outputs")
+                pair["ratio"] = pair["flamespark"]["wall_s"] / pair["baseline"]["wall_s"]
+                runs.append(pair)
+        finally:
+            spark.streams.removeListener(listener)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return make_report(args, runs, warmup, reorder_latency, session_s)

@@ -31,7 +31,8 @@ def parser() -> argparse.ArgumentParser:
                    help="standard deviation of the delays |N(0, D)|")
     p.add_argument("--seed", type=int, default=0, help="random seed of keys and delays")
     p.add_argument("--repeat", type=positive_int, default=2, help="measured runs of each query (alternating)")
-    p.add_argument("--warmup-events", type=positive_int, default=200, metavar="N", help="events of the warm-up runs (in about 4 micro-batches)")
+    p.add_argument("--warmup-events", type=positive_int, default=200, metavar="N",
+                   help="events of the warm-up runs (in about 4 micro-batches)")
     p.add_argument("--baseline", choices=BASELINES, default="key",
                    help="order-ignorant query groups by key (ValueState per key) or by shard (msgpack dict)")
     p.add_argument("--master", default="local[2]", help="Spark master URL")

@@ -8,6 +8,8 @@ import time
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+BATCH_PHASES = ("triggerExecution", "addBatch", "queryPlanning")
+
 
 class ProgressListener(StreamingQueryListener):
     """Keeps the progress reports of the next query named as expected, until it terminates.
@@ -89,7 +91,7 @@ def time_split(progress: list, operator_names: list) -> dict:
     batches = [{
         "batch": report["batchId"],
         "rows": report.get("numInputRows"),
-        "ms": {phase: report.get("durationMs", {}).get(phase, 0) for phase in ("triggerExecution", "addBatch", "queryPlanning")},
+        "ms": {phase: report.get("durationMs", {}).get(phase, 0) for phase in BATCH_PHASES},
         "operators": [[state.get("allUpdatesTimeMs", 0), state.get("commitTimeMs", 0)]
                       for state in reversed(report.get("stateOperators", []))],
     } for report in progress]

@@ -97,7 +97,8 @@ def table(report: dict) -> str:
                          f"{operator['commit_ms']:>10,}")
         phases = entry["time"]["phases_ms"]
         lines.append(f"  {entry['query']:<14} {'(batch total)':<16} addBatch {phases.get('addBatch', 0):,} ms, "
-                     f"walCommit {phases.get('walCommit', 0):,} ms, queryPlanning {phases.get('queryPlanning', 0):,} ms, "
+                     f"walCommit {phases.get('walCommit', 0):,} ms, "
+                     f"queryPlanning {phases.get('queryPlanning', 0):,} ms, "
                      f"triggerExecution {phases.get('triggerExecution', 0):,} ms")
     failed = [name for name, ok in report["checks"].items() if not ok]
     lines.append("checks: " + ("all passed" if not failed else "FAILED " + ", ".join(failed)))

@@ -1,0 +1,35 @@
+"""What every keyed Spark operator of a FlameSpark query shares: one msgpack blob of state per group, control rows."""
+import msgpack
+from pyspark.sql.streaming import StatefulProcessor
+
+from flamespark.engines.spark.rows import METRIC, PUNCT, control_row, encode_time
+
+STATE_SCHEMA = "blob BINARY"
+
+
+class BlobProcessor(StatefulProcessor):
+    """Keeps one msgpack value per grouping key."""
+
+    def init(self, handle):
+        self._blob = handle.getValueState("state", STATE_SCHEMA)
+
+    def load(self, default):
+        return msgpack.unpackb(self._blob.get()[0], strict_map_key=False) if self._blob.exists() else default
+
+    def save(self, value):
+        self._blob.update((msgpack.packb(value),))
+
+    def close(self):
+        pass
+
+
+def punctuation_rows(sources_times: dict, shards: int) -> list:
+    return [
+        control_row(PUNCT, source, shard, encode_time(time))
+        for source, time in sources_times.items()
+        for shard in range(shards)
+    ]
+
+
+def metric_row(stage: str, shard: int, values: dict) -> tuple:
+    return control_row(METRIC, stage, shard, payload=msgpack.packb(values))

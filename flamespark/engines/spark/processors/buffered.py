@@ -1,0 +1,143 @@
+"""The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
+from flamespark.engines.spark.processors.blob import BlobProcessor
+from flamespark.engines.spark.processors.keyed import KeyedStore, apply_in_meta_order, load_barrier, release, split_rows
+from flamespark.engines.spark.rows import (
+    COLUMNS,
+    EVENT_TIME_SHIFT_MS,
+    ITEM,
+    LATE,
+    METRIC,
+    PUNCT,
+    concat,
+    control_row,
+    frame,
+    row_item,
+    with_event_time,
+)
+from operators import BufferSort
+
+
+def keep_one_timer(handle, state: dict, earliest):
+    """Keep one event-time timer, at `earliest` (none if None); `state["timer"]` is the one registered."""
+    timer = None if earliest is None else earliest + EVENT_TIME_SHIFT_MS
+    if timer == state["timer"]:
+        return
+    if state["timer"] is not None:
+        handle.deleteTimer(state["timer"])
+    if timer is not None:
+        handle.registerTimer(timer)
+    state["timer"] = timer
+
+
+class BufferedStageProcessor(BlobProcessor):
+    """The baseline's stage, as a Spark user writes it: buffer per shard, release on event-time timers.
+
+    Items wait in the state until Spark's watermark (the previous batch's
+    maximum event time minus the delay) reaches them; a timer at the earliest
+    buffered time fires then, and the released items go to the keyed operator
+    in meta order. Punctuation rows only pass through, to the barrier.
+    """
+
+    def __init__(self, topology, stage: int):
+        self.topology = topology
+        self.stage = stage
+
+    def init(self, handle):
+        super().init(handle)
+        self.handle = handle
+        self.buffers = {
+            name: self.topology.keyed_behind(name)
+            for name, op in self.topology.boundary_operators(self.stage).items()
+            if isinstance(op, BufferSort)
+        }
+        self.keyed = {op.name: op for op in self.buffers.values()}
+
+    def handleInputRows(self, key, rows, timerValues):
+        shard = key[0]
+        state = self.load({"buffered": [], "buckets": {}, "timer": None})
+        batch = concat(rows)
+        mine, passing = split_rows(batch, self.buffers)
+        if len(passing):
+            yield with_event_time(passing)
+        state["buffered"].extend(
+            [row.target, row.ts, row.meta, row.payload, row.arrival] for row in mine.itertuples(index=False)
+        )
+        self._arm(state)
+        self.save(state)
+        punctuations = batch[batch["kind"] == PUNCT]
+        if shard == 0 and len(punctuations):
+            out = [control_row(PUNCT, row.target, s, row.ts) for row in punctuations.itertuples(index=False)
+                   for s in range(self.topology.shards)]
+            yield with_event_time(frame(out))
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        watermark = timerValues.getCurrentWatermarkInMs()
+        final = watermark - EVENT_TIME_SHIFT_MS
+        state = self.load({"buffered": [], "buckets": {}, "timer": None})
+        state["timer"] = None
+        ready = [entry for entry in state["buffered"] if entry[1] <= final]
+        state["buffered"] = [entry for entry in state["buffered"] if entry[1] > final]
+        store = KeyedStore(self.keyed, state["buckets"], final)
+        items = []
+        for target, ts, meta, data, arrival in ready:
+            row = _Row(meta, data, arrival)
+            items.append((self.buffers[target], row_item(row)))
+        out = apply_in_meta_order(self.topology, items)
+        store.punctuate(final)
+        state["buckets"] = store.save()
+        self._arm(state)
+        self.save(state)
+        if out:
+            yield with_event_time(frame(out), released_at=watermark)
+
+    def _arm(self, state):
+        """Keep one timer, at the earliest buffered event time."""
+        keep_one_timer(self.handle, state, min((entry[1] for entry in state["buffered"]), default=None))
+
+
+class _Row:
+    """The fields `row_item` reads, for items kept in a buffer."""
+
+    __slots__ = ("meta", "payload", "tombstone", "arrival")
+
+    def __init__(self, meta, payload, arrival):
+        self.meta, self.payload, self.tombstone, self.arrival = meta, payload, False, arrival
+
+
+class BufferedBarrierProcessor(BlobProcessor):
+    """The baseline's barrier, one group per shard, driven by Spark's watermark.
+
+    Its items come from the baseline's buffers, which release below the
+    watermark, so the barrier releases below it too, with a timer at its
+    earliest item so that it also flushes in batches without input.
+    """
+
+    def __init__(self, topology):
+        self.topology = topology
+
+    def init(self, handle):
+        super().init(handle)
+        self.handle = handle
+
+    def handleInputRows(self, key, rows, timerValues):
+        state = self.load({"barrier": None, "timer": None})
+        batch = concat(rows)
+        passing = batch[batch["kind"].isin([LATE, METRIC])]
+        if len(passing):
+            yield passing[COLUMNS]
+        barrier = load_barrier(state)
+        for row in batch[batch["kind"] == ITEM].itertuples(index=False):
+            barrier.push(self.topology.plan.sinks[row.target], row_item(row))
+        yield from self._flush(key[0], state, barrier, timerValues)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        state = self.load({"barrier": None, "timer": None})
+        state["timer"] = None
+        yield from self._flush(key[0], state, load_barrier(state), timerValues)
+
+    def _flush(self, shard, state, barrier, timerValues):
+        out = release(shard, barrier, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
+        keep_one_timer(self.handle, state, barrier.earliest())
+        state["barrier"] = barrier.dump()
+        self.save(state)
+        yield frame(out)

@@ -1,0 +1,79 @@
+"""The optimistic mode's keyed stages, driven by punctuation rows; the last one holds the barrier."""
+import math
+
+from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
+from flamespark.engines.spark.processors.keyed import KeyedStore, apply_in_meta_order, load_barrier, release, split_rows
+from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
+
+
+class Horizons:
+    """Each source's latest punctuation; their minimum is the stage's punctuation."""
+
+    def __init__(self, sources, known: dict):
+        self.sources = sources
+        self.times = {source: decode_time(known.get(source, -math.inf)) for source in sources}
+
+    def update(self, rows) -> dict:
+        """Apply punctuation rows; returns the sources whose time advanced."""
+        advanced = {}
+        for row in rows:
+            time = decode_time(row.ts)
+            if time > self.times[row.target]:
+                self.times[row.target] = advanced[row.target] = time
+        return advanced
+
+    @property
+    def time(self):
+        return min(self.times.values(), default=math.inf)
+
+    def dump(self) -> dict:
+        return {source: encode_time(time) for source, time in self.times.items()}
+
+
+class StageProcessor(BlobProcessor):
+    """One stage of keyed operators, one group per shard, driven by punctuation rows.
+
+    The last stage (`final`) also holds the barrier: every sink item and its
+    tombstones come from one key of one operator, or carry one meta, so they
+    meet in one shard, and the barrier needs no shuffle of its own.
+    """
+
+    def __init__(self, topology, stage: int, final: bool = False):
+        self.topology = topology
+        self.stage = stage
+        self.final = final
+
+    def init(self, handle):
+        super().init(handle)
+        self.operators = self.topology.boundary_operators(self.stage)
+
+    def handleInputRows(self, key, rows, timerValues):
+        shard = key[0]
+        state = self.load({"horizons": {}, "buckets": {}, "barrier": None})
+        horizons = Horizons(self.topology.sources, state["horizons"])
+        batch = concat(rows)
+        targets = list(self.operators) + (list(self.topology.plan.sinks) if self.final else [])
+        mine, passing = split_rows(batch, targets)
+        if len(passing):
+            yield passing[COLUMNS]
+        store = KeyedStore(self.operators, state["buckets"], horizons.time)
+        barrier = load_barrier(state) if self.final else None
+        items = []
+        for row in mine.itertuples(index=False):
+            if row.target in self.operators:
+                items.append((self.operators[row.target], row_item(row)))
+            else:
+                barrier.push(self.topology.plan.sinks[row.target], row_item(row))
+        out = apply_in_meta_order(self.topology, items, barrier)
+        advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
+        store.punctuate(horizons.time)
+        state["buckets"] = store.save()
+        state["horizons"] = horizons.dump()
+        if self.final:
+            out.extend(release(shard, barrier, horizons.time))
+            state["barrier"] = barrier.dump()
+        elif shard == 0 and advanced:
+            out.extend(punctuation_rows(advanced, self.topology.shards))
+        self.save(state)
+        if out:
+            yield frame(out)

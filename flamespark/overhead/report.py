@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import os
-import platform
 import statistics
+
+from flamespark.bench import machine
 
 GOAL = 1.5
 
@@ -43,15 +44,14 @@ def make_report(args, runs: list, warmup: list, reorder_latency: int, session_s:
                   "stddev_ms": args.stddev_ms, "seed": args.seed, "batch_rows": args.batch_rows,
                   "reorder_latency_ms": reorder_latency},
         "queries": {
-            "flamespark": "flamespark.run(engine='spark'): replay -> ingest TWS (by source) -> stateful count TWS "
+            "flamespark": "flamespark.run(engine='spark'): replay -> ingest TWS (one group) -> stateful count TWS "
                           "+ barrier (by shard) -> foreachBatch",
             "baseline": f"replay -> mapInArrow (decode key) -> groupBy({args.baseline}) TWS "
                         + ("(ValueState count per key)" if args.baseline == "key" else "(msgpack dict per shard)")
                         + " -> foreachBatch",
         },
         "spark": {"master": args.master, "shards": args.shards, "conf": args.conf or [], "session_start_s": session_s},
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "load_average": list(os.getloadavg())},
+        "machine": dict(machine(), load_average=list(os.getloadavg())),
         "warmup": warmup,
         "runs": runs,
         "median": medians,

@@ -10,7 +10,6 @@ class Horizons:
     """Each source's latest punctuation; their minimum is the stage's punctuation."""
 
     def __init__(self, sources, known: dict):
-        self.sources = sources
         self.times = {source: decode_time(known.get(source, -math.inf)) for source in sources}
 
     def update(self, rows) -> dict:

@@ -2,9 +2,9 @@
 import math
 
 from barrier.impatience import ImpatienceSorter
-from flamespark.codec import unpack
-from flamespark.errors import BarrierError
-from flamespark.items import Item, Meta
+from flamespark.core.codec import unpack
+from flamespark.core.errors import BarrierError
+from flamespark.core.items import Item, Meta
 
 
 class Barrier:

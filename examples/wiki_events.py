@@ -30,8 +30,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from typing import IO, Callable, Iterable, Iterator
 
-from flamespark.arguments import non_negative_int, positive_int
-from flamespark.jsonl import replacing
+from flamespark.cli.arguments import non_negative_int, positive_int
+from flamespark.io.jsonl import replacing
 
 __all__ = [
     "DumpError",

@@ -5,7 +5,7 @@ optimistically, retracts what late events invalidate, and releases exactly what
 an in-order run would give.
 """
 from flamespark.api import run
-from flamespark.errors import (
+from flamespark.core.errors import (
     BarrierError,
     FlameSparkError,
     GraphError,

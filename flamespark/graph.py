@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from flamespark.errors import GraphError
+from flamespark.core.errors import GraphError
 
 GROUPING_KINDS = ("group_by", "stateful")
 

@@ -1,7 +1,7 @@
 """What every operator shares: its name and guarded calls into user code."""
 from collections import Counter
 
-from flamespark.errors import FlameSparkError, UserFunctionError
+from flamespark.core.errors import FlameSparkError, UserFunctionError
 
 _REPR_LIMIT = 200
 

@@ -1,8 +1,8 @@
 """A key's items in meta order, emitting the windows each change creates or destroys."""
 from bisect import bisect_left
 
-from flamespark.codec import unpack
-from flamespark.items import Item, Meta
+from flamespark.core.codec import unpack
+from flamespark.core.items import Item, Meta
 
 
 class Bucket:

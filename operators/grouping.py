@@ -1,6 +1,6 @@
 """Windowed grouping (paper §V-B): per key, the tuple of the last `window` payloads."""
-from flamespark.codec import pack_encoded_tuple
-from flamespark.items import Item
+from flamespark.core.codec import pack_encoded_tuple
+from flamespark.core.items import Item
 from operators.bucket import Bucket
 from operators.keyed import KeyedOperator
 

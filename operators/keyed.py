@@ -1,6 +1,6 @@
 """Keyed operators keep one bucket per key and forget what no punctuation can change."""
-from flamespark.errors import FlameSparkError
-from flamespark.items import encode
+from flamespark.core.errors import FlameSparkError
+from flamespark.core.items import encode
 from operators.base import Operator
 from operators.bucket import Bucket
 

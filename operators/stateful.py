@@ -1,7 +1,7 @@
 """The stateful loop: grouping with window 2, a combine map, and a feedback edge (paper §V-C)."""
-from flamespark.codec import unpack
-from flamespark.errors import UserFunctionError
-from flamespark.items import Item, encode
+from flamespark.core.codec import unpack
+from flamespark.core.errors import UserFunctionError
+from flamespark.core.items import Item, encode
 from operators.base import cancel_pairs
 from operators.keyed import KeyedOperator
 

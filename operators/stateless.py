@@ -3,7 +3,7 @@
 A tombstone goes through the same function as the item it cancels, so it
 yields tombstones for exactly the derivatives that item produced.
 """
-from flamespark.items import Item, derive
+from flamespark.core.items import Item, derive
 from operators.base import Operator
 
 

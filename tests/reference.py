@@ -5,8 +5,8 @@ and walks each one through the graph, with plain lists and dicts as state.
 """
 from collections import defaultdict
 
-from flamespark.codec import pack, unpack
-from flamespark.items import event_tiebreak
+from flamespark.core.codec import pack, unpack
+from flamespark.core.items import event_tiebreak
 
 
 def sorted_events(inputs):

@@ -5,10 +5,10 @@ import pytest
 
 import flamespark as fs
 from barrier.barrier import Barrier
-from barrier.late import LatePolicy
-from barrier.punctuation import PunctuationClock
-from flamespark.codec import pack
-from flamespark.items import Item, Meta
+from flamespark.runtime.late import LatePolicy
+from flamespark.runtime.punctuation import PunctuationClock
+from flamespark.core.codec import pack
+from flamespark.core.items import Item, Meta
 from tests import graphs
 
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from flamespark.bench import _sweep_arg
+from flamespark.tools.bench import _sweep_arg
 from flamespark.cli import main
-from flamespark.disorder import disorder_events
-from flamespark.jsonl import write_jsonl
+from flamespark.tools.disorder import disorder_events
+from flamespark.io.jsonl import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = f"{ROOT / 'examples' / 'inverted_index.py'}:graph"

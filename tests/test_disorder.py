@@ -1,4 +1,4 @@
-"""Tests for flamespark.disorder (the Impatience paper's disorder generator)."""
+"""Tests for flamespark.tools.disorder (the Impatience paper's disorder generator)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flamespark.disorder import (
+from flamespark.tools.disorder import (
     DisorderInputError,
     add_disorder_arguments,
     count_inversions,

@@ -205,7 +205,7 @@ def test_nearly_sorted_stream_with_punctuations(delays, freq, latency):
 
 
 def test_bench_sorters_agree():
-    from barrier import bench
+    from flamespark.tools import sorter_bench as bench
 
     for name, ts in [
         ("synthetic", bench.synthetic(3000, np.random.default_rng(5), d=20)),
@@ -222,7 +222,7 @@ def test_bench_sorters_agree():
 
 
 def test_bench_plan_stats():
-    from barrier import bench
+    from flamespark.tools import sorter_bench as bench
 
     ts = bench.synthetic(500, np.random.default_rng(2), d=15)
     latency = 10
@@ -249,7 +249,7 @@ def test_bench_plan_stats():
 
 
 def test_bench_cli_runs(capsys):
-    from barrier import bench
+    from flamespark.tools import sorter_bench as bench
 
     assert bench.main(["--events", "3000", "--frequencies", "10,1000",
                        "--repeat", "1"]) == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import flamespark as fs
-from flamespark.disorder import disorder_events
+from flamespark.tools.disorder import disorder_events
 from tests.reference import reference_run
 
 ROOT = Path(__file__).resolve().parents[1]

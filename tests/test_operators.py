@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from flamespark.codec import pack, unpack
-from flamespark.items import Item, Meta
+from flamespark.core.codec import pack, unpack
+from flamespark.core.items import Item, Meta
 from operators import BufferSort, FlatMapOperator, MapOperator, StatefulLoop, WindowedGrouping
 from operators.bucket import Bucket
 

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from flamespark.overhead import baseline, progress, workload
-from flamespark.overhead.cli import main
-from flamespark.jsonl import write_jsonl
+from flamespark.tools.overhead import baseline, progress, workload
+from flamespark.tools.overhead.cli import main
+from flamespark.io.jsonl import write_jsonl
 
 EVENTS = 200
 BATCH_ROWS = 120  # 200 events and the end marker: two micro-batches

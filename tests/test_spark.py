@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import flamespark as fs
 from flamespark.cli import build_parser, main
 from flamespark.engines.spark.session import LOG_FILE, check_java
-from flamespark.runner import run_to_directory
+from flamespark.tools.runner import run_to_directory
 from tests import graphs
 from tests.reference import reference_run
 

@@ -15,7 +15,7 @@ import pytest
 
 import flamespark as fs
 from examples.running_sum import graph as running_sum
-from flamespark.inputs import read_input
+from flamespark.io.inputs import read_input
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINE = "examples/running_sum.py:graph"

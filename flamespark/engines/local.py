@@ -3,12 +3,12 @@ import math
 import time as clock
 
 from barrier.barrier import Barrier
-from barrier.late import LatePolicy
-from barrier.punctuation import PunctuationClock
-from flamespark.codec import unpack
-from flamespark.errors import InputError
-from flamespark.ingest import EventMinter, check_event_time, check_input_names
-from flamespark.plan import build_plan
+from flamespark.runtime.late import LatePolicy
+from flamespark.runtime.punctuation import PunctuationClock
+from flamespark.core.codec import unpack
+from flamespark.core.errors import InputError
+from flamespark.runtime.ingest import EventMinter, check_event_time, check_input_names
+from flamespark.runtime.plan import build_plan
 from flamespark.result import Result, latency_summary, replay_ratio
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import msgpack
 
-from flamespark.codec import unpack
+from flamespark.core.codec import unpack
 from flamespark.engines.spark.rows import LATE, METRIC, OUT
-from flamespark.items import Meta
+from flamespark.core.items import Meta
 from flamespark.result import Result, latency_summary, replay_ratio
-from flamespark.sinks import write_values
+from flamespark.io.sinks import write_values
 
 
 class BatchCollector:

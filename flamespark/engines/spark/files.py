@@ -16,11 +16,11 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
-from flamespark.errors import InputError
-from flamespark.ingest import check_event_time
-from flamespark.inputs import event_files
-from flamespark.items import Meta, encode
-from flamespark.jsonl import parse_event_line
+from flamespark.core.errors import InputError
+from flamespark.runtime.ingest import check_event_time
+from flamespark.io.inputs import event_files
+from flamespark.core.items import Meta, encode
+from flamespark.io.jsonl import parse_event_line
 
 _ARROW_SCHEMA = pa.schema([
     ("kind", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("ts", pa.int64()),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from flamespark import errors
+from flamespark.core import errors
 from flamespark.engines.spark.collector import BatchCollector, assemble
 from flamespark.engines.spark.processors import (
     BufferedBarrierProcessor,
@@ -29,12 +29,12 @@ from flamespark.engines.spark.rows import (
 )
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
-from flamespark.checkpoint import claim, file_digest
-from flamespark.errors import FlameSparkError, InputError
-from flamespark.inputs import count_events, directory_format
-from flamespark.ingest import check_event_time, check_input_names
-from flamespark.items import Meta, encode
-from flamespark.jsonl import read_events
+from flamespark.io.checkpoint import claim, file_digest
+from flamespark.core.errors import FlameSparkError, InputError
+from flamespark.io.inputs import count_events, directory_format
+from flamespark.runtime.ingest import check_event_time, check_input_names
+from flamespark.core.items import Meta, encode
+from flamespark.io.jsonl import read_events
 
 
 def _encoded_events(source, events):

@@ -6,8 +6,8 @@ import msgpack
 import numpy as np
 import pandas as pd
 
-from flamespark.codec import unpack
-from flamespark.items import Item, Meta
+from flamespark.core.codec import unpack
+from flamespark.core.items import Item, Meta
 
 ROW_SCHEMA = (
     "kind STRING, target STRING, shard INT, ts LONG, meta BINARY, payload BINARY, "

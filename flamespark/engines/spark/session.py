@@ -5,7 +5,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from flamespark.errors import FlameSparkError
+from flamespark.core.errors import FlameSparkError
 
 LOG_DIR = Path(tempfile.gettempdir()) / "flamespark-logs"
 LOG_FILE = LOG_DIR / "spark.log"

@@ -1,6 +1,6 @@
 """How a physical plan splits into Spark stages, and where each item row goes next."""
 from flamespark.engines.spark.rows import ITEM, item_row, pack_meta, shard_of
-from flamespark.plan import build_plan
+from flamespark.runtime.plan import build_plan
 from operators import BufferSort
 
 

@@ -2,11 +2,11 @@
 import math
 import time
 
-from barrier.late import LatePolicy
-from flamespark.codec import pack, unpack
+from flamespark.runtime.late import LatePolicy
+from flamespark.core.codec import pack, unpack
 from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row, punctuation_rows
 from flamespark.engines.spark.rows import END, LATE, concat, control_row, frame
-from flamespark.ingest import EventMinter
+from flamespark.runtime.ingest import EventMinter
 
 
 def _batch_time_ms(timerValues) -> int:

@@ -1,6 +1,6 @@
 """Turning raw input events into items: validation, encoding, meta."""
-from flamespark.errors import InputError
-from flamespark.items import Item, Meta, encode, event_tiebreak
+from flamespark.core.errors import InputError
+from flamespark.core.items import Item, Meta, encode, event_tiebreak
 
 
 def check_input_names(sources: list, inputs) -> None:

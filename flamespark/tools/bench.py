@@ -19,14 +19,14 @@ import numpy as np
 
 from flamespark.api import run
 from flamespark.cli import add_run_arguments
-from flamespark.arguments import non_negative_float
-from flamespark.disorder import count_inversions, count_runs, disorder_events
-from flamespark.inputs import read_input
-from flamespark.jsonl import write_atomic
-from flamespark.loader import load_graph
-from flamespark.plan import MODES
+from flamespark.cli.arguments import non_negative_float
+from flamespark.tools.disorder import count_inversions, count_runs, disorder_events
+from flamespark.io.inputs import read_input
+from flamespark.io.jsonl import write_atomic
+from flamespark.tools.loader import load_graph
+from flamespark.runtime.plan import MODES
 from flamespark.result import PERCENTILES
-from flamespark.runner import check_inputs
+from flamespark.tools.runner import check_inputs
 
 
 def _sweep_arg(text: str) -> list:

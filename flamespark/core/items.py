@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 from typing import NamedTuple
 
-from flamespark.codec import pack
-from flamespark.errors import PayloadError
+from flamespark.core.codec import pack
+from flamespark.core.errors import PayloadError
 
 
 class Meta(NamedTuple):

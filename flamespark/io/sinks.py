@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flamespark.errors import PayloadError
-from flamespark.jsonl import replacing, write_jsonl
+from flamespark.core.errors import PayloadError
+from flamespark.io.jsonl import replacing, write_jsonl
 
 SINK_FORMATS = ("jsonl", "parquet")
 

@@ -1,6 +1,6 @@
 """Compare online sorters on out-of-order streams with punctuations.
 
-    python -m barrier.bench [--events N] [--frequencies 10,100,...] [--quick]
+    python -m flamespark.tools.sorter_bench [--events N] [--frequencies 10,100,...] [--quick]
 
 Every method sees the same events and punctuations, and its output is
 asserted equal to a stable sort of the kept events, so a fast but wrong
@@ -215,7 +215,7 @@ def _csv(kind):
 
 def _parser():
     ap = argparse.ArgumentParser(
-        prog="python -m barrier.bench",
+        prog="python -m flamespark.tools.sorter_bench",
         description="Events/s of online sorters on out-of-order streams "
         "with punctuations: Impatience sort, a heapq heap, and the paper's "
         "sort-then-merge buffers (sort+merge).  A punctuation follows every "

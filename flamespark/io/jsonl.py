@@ -7,7 +7,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from flamespark.errors import InputError
+from flamespark.core.errors import InputError
 
 
 def parse_event_line(line: str, where: str):

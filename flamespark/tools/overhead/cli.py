@@ -1,20 +1,20 @@
-"""`python -m flamespark.overhead`: options, the run, the report file and the table."""
+"""`python -m flamespark.tools.overhead`: options, the run, the report file and the table."""
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
 
-from flamespark.arguments import non_negative_float, percent, positive_int
-from flamespark.jsonl import write_atomic
-from flamespark.overhead.baseline import BASELINES
-from flamespark.overhead.benchmark import say, benchmark
-from flamespark.overhead.report import table
+from flamespark.cli.arguments import non_negative_float, percent, positive_int
+from flamespark.io.jsonl import write_atomic
+from flamespark.tools.overhead.baseline import BASELINES
+from flamespark.tools.overhead.benchmark import say, benchmark
+from flamespark.tools.overhead.report import table
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m flamespark.overhead",
+        prog="python -m flamespark.tools.overhead",
         description="Events/s of a per-key running count through FlameSpark on Spark against the same count "
                     "written as an order-ignorant Spark stateful query (transformWithStateInPandas), both on one "
                     "SparkSession and the same replayed input; reports the ratio of wall times (goal <= 1.5).",

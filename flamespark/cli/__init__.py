@@ -5,11 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from barrier.late import POLICIES
-from flamespark.arguments import non_negative_int, positive_float, positive_int
-from flamespark.errors import FlameSparkError
-from flamespark.plan import MODES
-from flamespark.sinks import SINK_FORMATS
+from flamespark.runtime.late import POLICIES
+from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
+from flamespark.core.errors import FlameSparkError
+from flamespark.runtime.plan import MODES
+from flamespark.io.sinks import SINK_FORMATS
 
 
 def _input_pair(text: str):
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "its later events behind them are late (spark engine; default: wait for every source)")
     run.set_defaults(handler=_run_command)
 
-    from flamespark.disorder import add_disorder_arguments, disorder_command
+    from flamespark.tools.disorder import add_disorder_arguments, disorder_command
 
     disorder = commands.add_parser("disorder", help="delay a share of the events of a JSONL file",
                                    description="The Impatience paper's disorder generator: P%% of events are delayed "
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_disorder_arguments(disorder)
     disorder.set_defaults(handler=disorder_command)
 
-    from flamespark.bench import add_bench_arguments, bench_command
+    from flamespark.tools.bench import add_bench_arguments, bench_command
 
     bench = commands.add_parser("bench", help="compare the optimistic mode with the buffered baseline",
                                 description="Run both modes on the same input (and, with --sweep, on re-disordered "
@@ -87,14 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _graph_command(args) -> int:
-    from flamespark.loader import load_graph
+    from flamespark.tools.loader import load_graph
 
     sys.stdout.write(load_graph(args.pipeline).to_dot())
     return 0
 
 
 def _run_command(args) -> int:
-    from flamespark.runner import run_to_directory
+    from flamespark.tools.runner import run_to_directory
 
     result = run_to_directory(args, mode=args.mode)
     metrics = result.metrics
@@ -120,5 +120,3 @@ def main(argv=None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """What happens to an event that arrives after a punctuation covering its time."""
-from flamespark.errors import LateEventError
+from flamespark.core.errors import LateEventError
 
 POLICIES = ("drop", "adjust", "fail")
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from flamespark.api import run
-from flamespark.disorder import disorder_events
+from flamespark.tools.disorder import disorder_events
 from flamespark.graph import Graph
 
 # The stateful operators of FlameSpark's query for the running count, in plan order.

@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 from flamespark.engines.spark.session import spark_session
-from flamespark.jsonl import write_jsonl
-from flamespark.overhead.baseline import run_baseline, write_baseline_input
-from flamespark.overhead.progress import ProgressListener, summarize
-from flamespark.overhead.report import make_report
-from flamespark.overhead.workload import FLAMESPARK_OPERATORS, make_events, max_lag, run_flamespark
+from flamespark.io.jsonl import write_jsonl
+from flamespark.tools.overhead.baseline import run_baseline, write_baseline_input
+from flamespark.tools.overhead.progress import ProgressListener, summarize
+from flamespark.tools.overhead.report import make_report
+from flamespark.tools.overhead.workload import FLAMESPARK_OPERATORS, make_events, max_lag, run_flamespark
 
 WARMUP_BATCHES = 4
 QUERIES = ("flamespark", "baseline")

@@ -15,11 +15,11 @@ relative order; events that are not delayed arrive at ``ts``).
 
 Library use::
 
-    from flamespark.disorder import disorder_events
+    from flamespark.tools.disorder import disorder_events
     shuffled = disorder_events(events, percent=30, stddev_ms=64, seed=1)
 
 Command line (wired into ``flamespark disorder`` by the CLI module, and also
-runnable as ``python -m flamespark.disorder``)::
+runnable as ``python -m flamespark.tools.disorder``)::
 
     flamespark disorder IN.jsonl --out OUT.jsonl --percent 30 --stddev-ms 64 --seed 1
 
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from flamespark.arguments import non_negative_float, percent
-from flamespark.jsonl import replacing
+from flamespark.cli.arguments import non_negative_float, percent
+from flamespark.io.jsonl import replacing
 
 __all__ = [
     "DEFAULT_PERCENT",
@@ -396,7 +396,7 @@ def disorder_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m flamespark.disorder", description=DESCRIPTION)
+        prog="python -m flamespark.tools.disorder", description=DESCRIPTION)
     add_disorder_arguments(parser)
     return disorder_command(parser.parse_args(argv))
 

@@ -3,7 +3,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from flamespark.errors import InputError
+from flamespark.core.errors import InputError
 from flamespark.graph import Graph
 
 

@@ -1,6 +1,6 @@
 """FlameSpark's overhead on Spark against an order-ignorant stateful query (issue 3).
 
-    python -m flamespark.overhead [--events N] [--keys K] [--batch-rows R] [--repeat 2] [--out report.json]
+    python -m flamespark.tools.overhead [--events N] [--keys K] [--batch-rows R] [--repeat 2] [--out report.json]
 
 Both queries count events per key, one output per event, on one SparkSession:
 

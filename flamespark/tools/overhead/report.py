@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import statistics
 
-from flamespark.bench import machine
+from flamespark.tools.bench import machine
 
 GOAL = 1.5
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from flamespark.errors import GraphError
+from flamespark.core.errors import GraphError
 from flamespark.graph import Graph, graph_node_id
 from operators import (
     BranchOperator,

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flamespark.errors import InputError
-from flamespark.ingest import check_event_time
-from flamespark.jsonl import read_events
+from flamespark.core.errors import InputError
+from flamespark.runtime.ingest import check_event_time
+from flamespark.io.jsonl import read_events
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
 

@@ -5,8 +5,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from flamespark.errors import InputError
-from flamespark.jsonl import write_atomic
+from flamespark.core.errors import InputError
+from flamespark.io.jsonl import write_atomic
 
 
 def file_digest(path) -> str:

@@ -5,12 +5,12 @@ import json
 from pathlib import Path
 
 from flamespark.api import run
-from flamespark.checkpoint import claim, file_digest
-from flamespark.errors import InputError
-from flamespark.inputs import read_input
-from flamespark.jsonl import write_atomic, write_jsonl
-from flamespark.loader import load_graph
-from flamespark.sinks import write_values
+from flamespark.io.checkpoint import claim, file_digest
+from flamespark.core.errors import InputError
+from flamespark.io.inputs import read_input
+from flamespark.io.jsonl import write_atomic, write_jsonl
+from flamespark.tools.loader import load_graph
+from flamespark.io.sinks import write_values
 
 RESERVED_OUTPUTS = ("late", "metrics")
 

@@ -1,0 +1,1 @@
+"""Files: event inputs, sink outputs, atomic writes, checkpoint claims."""

@@ -1,0 +1,1 @@
+"""What engines share: source progress, punctuations, late events, the physical plan."""

@@ -1,0 +1,1 @@
+"""Tools on top of the runtime: benchmarks, the disorder generator, running a pipeline file to a directory."""

@@ -3,7 +3,7 @@ import math
 
 from barrier.impatience import ImpatienceSorter
 from flamespark.core.codec import unpack
-from flamespark.core.errors import BarrierError
+from flamespark.core.errors import InternalError
 from flamespark.core.items import Item, Meta
 
 
@@ -34,7 +34,7 @@ class Barrier:
     def push(self, sink: str, item):
         if item.meta.ts <= self.horizon:
             kind = "tombstone" if item.tombstone else "item"
-            raise BarrierError(
+            raise InternalError(
                 f"internal error: a {kind} for sink {sink!r} from {item.meta.describe()} reached the "
                 f"barrier after punctuation {self.horizon} had released its time"
             )
@@ -61,7 +61,7 @@ class Barrier:
         released = []
         for (meta, data, sink), (count, item) in sorted(tally.items(), key=_order):
             if count < 0:
-                raise BarrierError(
+                raise InternalError(
                     f"internal error: {-count} tombstone(s) for sink {sink!r} from {meta.describe()} "
                     f"never met their item (payload {unpack(data)!r})"
                 )

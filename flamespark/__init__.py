@@ -6,11 +6,12 @@ an in-order run would give.
 """
 from flamespark.api import run
 from flamespark.core.errors import (
-    BarrierError,
     FlameSparkError,
     GraphError,
     InputError,
+    InternalError,
     LateEventError,
+    OptionError,
     PayloadError,
     UserFunctionError,
 )
@@ -18,12 +19,13 @@ from flamespark.graph import Graph, Stream
 from flamespark.result import Result
 
 __all__ = [
-    "BarrierError",
     "FlameSparkError",
     "Graph",
     "GraphError",
     "InputError",
+    "InternalError",
     "LateEventError",
+    "OptionError",
     "PayloadError",
     "Result",
     "Stream",

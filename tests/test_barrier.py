@@ -41,14 +41,14 @@ def test_release_waits_for_the_punctuation():
 def test_tombstone_that_never_met_its_item_is_loud():
     barrier = Barrier()
     barrier.push("out", item(2, "ghost", tombstone=True))
-    with pytest.raises(fs.BarrierError, match="never met their item"):
+    with pytest.raises(fs.InternalError, match="never met their item"):
         barrier.punctuate(2)
 
 
 def test_item_after_its_punctuation_is_an_internal_error():
     barrier = Barrier()
     barrier.punctuate(10)
-    with pytest.raises(fs.BarrierError, match="after punctuation 10"):
+    with pytest.raises(fs.InternalError, match="after punctuation 10"):
         barrier.push("out", item(4, "late"))
 
 

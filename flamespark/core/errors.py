@@ -21,8 +21,12 @@ class LateEventError(FlameSparkError):
     """An event arrived after a punctuation covering its time, under `late="fail"`."""
 
 
-class BarrierError(FlameSparkError):
-    """An internal invariant of the barrier broke (e.g. a tombstone never met its item)."""
+class OptionError(FlameSparkError):
+    """A run option (engine, mode, reorder latency, late policy, ...) is invalid or unknown."""
+
+
+class InternalError(FlameSparkError):
+    """An internal invariant broke (e.g. a tombstone never met its item): a bug in FlameSpark, please report it."""
 
 
 class InputError(FlameSparkError):

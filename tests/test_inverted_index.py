@@ -75,6 +75,10 @@ def test_hand_made_documents(mode, arrival):
     assert result.late == []
 
 
+def test_plain_program_gives_the_same_sinks():
+    assert example.in_order_index([payload for _, payload in DOCS]) == {"index": INDEX, "docs": DOCUMENTS}
+
+
 def words(count, offset=0):
     letters = ("".join(p) for p in itertools.product(string.ascii_lowercase, repeat=3))
     return list(itertools.islice(letters, offset, offset + count))
@@ -97,6 +101,7 @@ def test_long_documents_span_every_collector_level(mode):
         {"doc_id": 3, "ts": 9, "words": size + 7, "new_words": 17},
     ]
     assert result.outputs["index"][-1]["positions"] == [size + 6, 2 * size + 13]
+    assert result.outputs == example.in_order_index([payload for _, payload in docs])
 
 
 PAGES = 100

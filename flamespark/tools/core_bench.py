@@ -1,0 +1,195 @@
+"""The core benchmark: the local engine's per-item cost, against plain Python and under load.
+
+On one document file (the inverted-index example's input), in one run:
+
+- in order: the local engine against the example's plain in-order Python
+  program (`in_order_index`), and their ratio;
+- paced at `rate` documents/s with 30 % of the documents delayed by
+  |N(0, 1000 ms)| and by |N(0, 100 ms)|, and the first of these paced far
+  above what the engine sustains (`overload_rate`): both modes, with replay
+  ratio, latency percentiles and documents/s;
+- the running-sum example in order, in events/s.
+
+Every measured run happens in a fresh process, so its peak memory is its own.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import multiprocessing
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from flamespark.core.codec import pack
+
+MODES = ("optimistic", "buffered")
+
+
+@dataclass(frozen=True)
+class Disorder:
+    """`percent` % of the events delayed by |N(0, stddev_ms)|, drawn with `seed`."""
+
+    percent: float
+    stddev_ms: float
+    seed: int = 1
+
+    @property
+    def label(self) -> str:
+        return f"{self.percent:g} % delayed by |N(0, {self.stddev_ms:g} ms)|"
+
+
+def _load(pipeline: Path):
+    from flamespark.tools.loader import load_module
+
+    return load_module(pipeline)
+
+
+def _digest(outputs: dict) -> str:
+    digest = hashlib.sha256()
+    for sink in sorted(outputs):
+        digest.update(sink.encode())
+        for payload in outputs[sink]:
+            digest.update(pack(payload))
+    return digest.hexdigest()
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _documents(docs_path: Path) -> list:
+    from flamespark.io.inputs import read_input
+
+    return sorted(read_input("docs", docs_path), key=lambda event: event[0])
+
+
+def _arrival(events: list, disorder: Disorder | None) -> list:
+    if disorder is None:
+        return events
+    from flamespark.tools.disorder import disorder_events
+
+    order = disorder_events([{"ts": ts, "at": i} for i, (ts, _) in enumerate(events)],
+                            disorder.percent, disorder.stddev_ms, disorder.seed)
+    return [events[event["at"]] for event in order]
+
+
+def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int, disorder, rate) -> dict:
+    """One engine run of the inverted index; runs in a child process."""
+    import flamespark as fs
+
+    module = _load(pipeline)
+    arrival = _arrival(_documents(docs_path), disorder)
+    started = time.perf_counter()
+    result = fs.run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate)
+    wall_s = time.perf_counter() - started
+    metrics = result.metrics
+    return {
+        "wall_s": wall_s,
+        "documents": len(arrival),
+        "documents_per_s": len(arrival) / wall_s,
+        "released": metrics["released"],
+        "replay_ratio": metrics["replay_ratio"],
+        "late": metrics["late_dropped"] + metrics["late_adjusted"],
+        "latency_ms": {p: metrics["latency_ms"][p] for p in ("p50", "p75", "p95", "p99")},
+        "peak_mb": _peak_mb(),
+        "outputs": _digest(result.outputs),
+    }
+
+
+def _run_plain(pipeline: Path, docs_path: Path) -> dict:
+    """The example's plain in-order program on the same documents; runs in a child process."""
+    module = _load(pipeline)
+    docs = [payload for _, payload in _documents(docs_path)]
+    started = time.perf_counter()
+    outputs = module.in_order_index(docs)
+    return {"wall_s": time.perf_counter() - started, "peak_mb": _peak_mb(), "outputs": _digest(outputs)}
+
+
+def _run_sum(pipeline: Path, readings: int) -> dict:
+    """The running-sum example over in-order readings; runs in a child process."""
+    import flamespark as fs
+
+    module = _load(pipeline)
+    events = [(reading["ts"], reading) for reading in module.readings(readings)]
+    started = time.perf_counter()
+    result = fs.run(module.graph, {"readings": events})
+    wall_s = time.perf_counter() - started
+    return {"wall_s": wall_s, "events_per_s": readings / wall_s, "released": result.metrics["released"],
+            "peak_mb": _peak_mb()}
+
+
+def _in_child(function, *args) -> dict:
+    """`function(*args)` in a fresh process, so that its peak memory is its own."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(function, *args).result()
+
+
+def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_latency: int = 3000,
+               rate: float = 20.0, overload_rate: float = 200.0, readings: int = 100_000,
+               disorders: tuple = (Disorder(30, 1000), Disorder(30, 100)), progress=None) -> dict:
+    """Run every measurement of the core benchmark and return the report (see the module docstring)."""
+    say = progress or (lambda text: None)
+    say("in order: plain Python ...")
+    plain = _in_child(_run_plain, index_pipeline, docs)
+    say("in order: local engine ...")
+    in_order = _in_child(_run_index, index_pipeline, docs, "optimistic", reorder_latency, None, None)
+    report = {
+        "documents": in_order["documents"],
+        "reorder_latency_ms": reorder_latency,
+        "in_order": {"engine": in_order, "plain": plain, "ratio": in_order["wall_s"] / plain["wall_s"],
+                     "outputs_equal": in_order["outputs"] == plain["outputs"]},
+        "paced": [],
+    }
+    runs = [(disorder, rate) for disorder in disorders] + [(disorders[0], overload_rate)]
+    for disorder, offered in runs:
+        entry = {"disorder": disorder.label, "rate": offered}
+        for mode in MODES:
+            say(f"{disorder.label}, {offered:g} docs/s: {mode} ...")
+            entry[mode] = _in_child(_run_index, index_pipeline, docs, mode, reorder_latency, disorder, offered)
+        entry["outputs_equal"] = entry["optimistic"]["outputs"] == entry["buffered"]["outputs"]
+        report["paced"].append(entry)
+    say(f"running sum, {readings:,} readings in order ...")
+    report["running_sum"] = _in_child(_run_sum, sum_pipeline, readings)
+    return report
+
+
+def _number(value, digits=1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def table(report: dict) -> str:
+    """The report as Markdown tables."""
+    in_order = report["in_order"]
+    engine, plain = in_order["engine"], in_order["plain"]
+    lines = [
+        f"Inverted index, {report['documents']} documents, reorder latency {report['reorder_latency_ms']} ms.",
+        "",
+        "| in order | wall (s) | peak memory (MB) |",
+        "|---|---:|---:|",
+        f"| local engine | {engine['wall_s']:.2f} | {engine['peak_mb']:.0f} |",
+        f"| plain Python | {plain['wall_s']:.2f} | {plain['peak_mb']:.0f} |",
+        f"| **ratio** | **{in_order['ratio']:.1f}x** | |",
+        "",
+        "| input | docs/s offered | mode | docs/s | replay ratio | p50 | p95 | p99 (ms) | peak MB |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for entry in report["paced"]:
+        for mode in MODES:
+            run = entry[mode]
+            latency = run["latency_ms"]
+            lines.append(
+                f"| {entry['disorder']} | {entry['rate']:g} | {mode} | {run['documents_per_s']:.1f} | "
+                f"{run['replay_ratio']:.3f} | {_number(latency['p50'], 0)} | {_number(latency['p95'], 0)} | "
+                f"{_number(latency['p99'], 0)} | {run['peak_mb']:.0f} |"
+            )
+    running_sum = report["running_sum"]
+    lines += ["", f"Running sum in order: {running_sum['events_per_s']:,.0f} events/s "
+                  f"({running_sum['released']:,} outputs, peak {running_sum['peak_mb']:.0f} MB)."]
+    unequal = [entry["disorder"] for entry in report["paced"] if not entry["outputs_equal"]]
+    if not in_order["outputs_equal"]:
+        unequal.append("in order: engine and plain Python")
+    lines.append("Outputs equal in every pair." if not unequal else f"OUTPUTS DIFFER: {', '.join(unequal)}")
+    return "\n".join(lines) + "\n"

@@ -1,7 +1,6 @@
 """`flamespark.run`: one entry point for every engine."""
 from flamespark.result import Result
-
-ENGINES = ("local", "spark")
+from flamespark.runtime.options import RunOptions
 
 
 def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, late="drop",
@@ -14,16 +13,19 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     are late and handled by `late` ("drop", "adjust" or "fail"). The local
     engine issues a punctuation every `punctuate_every` events. `mode` is
     "optimistic" or "buffered" (the buffer-and-sort baseline); both release
-    the same outputs.
+    the same outputs. Every option is checked before the engine starts; a bad
+    one raises OptionError, the same on every engine.
     """
-    if engine == "local":
+    options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, **engine_options)
+    return run_with_options(graph, inputs, options)
+
+
+def run_with_options(graph, inputs, options: RunOptions) -> Result:
+    """`run` with its options already checked."""
+    if options.engine == "local":
         from flamespark.engines.local import LocalRun
 
-        if engine_options:
-            raise TypeError(f"unexpected options for the local engine: {', '.join(engine_options)}")
-        return LocalRun(graph, mode, reorder_latency, late, punctuate_every).run(inputs)
-    if engine == "spark":
-        from flamespark.engines.spark import run_spark
+        return LocalRun(graph, options.mode, options.reorder_latency, options.late, options.punctuate_every).run(inputs)
+    from flamespark.engines.spark import run_spark
 
-        return run_spark(graph, inputs, mode=mode, reorder_latency=reorder_latency, late=late, **engine_options)
-    raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return run_spark(graph, inputs, options, **options.engine_options)

@@ -1,12 +1,10 @@
-"""The barrier, punctuations from source progress, and late-event policies."""
+"""The barrier, and late-event policies and bad inputs through `flamespark.run`."""
 import math
 
 import pytest
 
 import flamespark as fs
 from barrier.barrier import Barrier
-from flamespark.runtime.late import LatePolicy
-from flamespark.runtime.punctuation import PunctuationClock
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
 from tests import graphs
@@ -50,26 +48,6 @@ def test_item_after_its_punctuation_is_an_internal_error():
     barrier.punctuate(10)
     with pytest.raises(fs.InternalError, match="after punctuation 10"):
         barrier.push("out", item(4, "late"))
-
-
-def test_punctuation_is_the_minimum_over_sources_and_ends_at_infinity():
-    clock = PunctuationClock(["a", "b"], reorder_latency=5)
-    assert clock.time() == -math.inf
-    clock.observe("a", 100)
-    clock.observe("b", 40)
-    clock.observe("b", 30)
-    assert clock.time() == 40 - 5 - 1
-    clock.end("b")
-    assert clock.time() == 94
-    clock.end("a")
-    assert clock.time() == math.inf
-
-
-def test_bad_reorder_latency_and_policy_are_rejected():
-    with pytest.raises(ValueError, match="reorder_latency must be a non-negative integer"):
-        PunctuationClock(["a"], reorder_latency=-1)
-    with pytest.raises(ValueError, match="late policy must be one of drop, adjust, fail"):
-        LatePolicy("ignore")
 
 
 LATE_INPUT = [(9, 9), (21, 21), (6, 6), (30, 30)]
@@ -118,19 +96,6 @@ def test_ties_are_never_late_with_zero_latency():
 def test_bad_input_is_named(inputs, message):
     with pytest.raises(fs.FlameSparkError, match=message):
         fs.run(graphs.running_sum(), inputs)
-
-
-@pytest.mark.parametrize(
-    "options, message",
-    [
-        ({"mode": "eager"}, "mode must be one of optimistic, buffered"),
-        ({"engine": "flink"}, "engine must be one of local, spark"),
-        ({"punctuate_every": 0}, "punctuate_every must be a positive integer"),
-    ],
-)
-def test_bad_options_are_named(options, message):
-    with pytest.raises(ValueError, match=message):
-        fs.run(graphs.running_sum(), {"numbers": []}, **options)
 
 
 def test_peak_buffered_counts_the_baseline_sort_buffers():

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from flamespark.runtime.late import POLICIES
+from flamespark.runtime.progress import POLICIES
 from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
 from flamespark.core.errors import FlameSparkError
 from flamespark.runtime.plan import MODES

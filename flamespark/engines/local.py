@@ -3,12 +3,11 @@ import math
 import time as clock
 
 from barrier.barrier import Barrier
-from flamespark.runtime.late import LatePolicy
-from flamespark.runtime.punctuation import PunctuationClock
 from flamespark.core.codec import unpack
 from flamespark.core.errors import InputError
-from flamespark.runtime.ingest import EventMinter, check_event_time, check_input_names
+from flamespark.io.events import check_event_time, check_input_names
 from flamespark.runtime.plan import build_plan
+from flamespark.runtime.progress import SourceProgress
 from flamespark.result import Result, latency_summary, replay_ratio
 
 
@@ -26,20 +25,18 @@ def interleave(inputs: dict):
 
 
 class LocalRun:
-    """One run of a graph over finite inputs: every event processed as it arrives."""
+    """One run of a graph over finite inputs: every event processed as it arrives.
+
+    The options are taken as given: `flamespark.runtime.options.RunOptions` checks them.
+    """
 
     def __init__(self, graph, mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1):
-        if isinstance(punctuate_every, bool) or not isinstance(punctuate_every, int) or punctuate_every < 1:
-            raise ValueError(f"punctuate_every must be a positive integer, got {punctuate_every!r}")
         self.plan = build_plan(graph, mode)
         self.sources = graph.sources
-        self.clock = PunctuationClock(self.sources, reorder_latency)
-        self.late = LatePolicy(late)
+        self.progress = SourceProgress(self.sources, reorder_latency, late)
         self.punctuate_every = punctuate_every
         self.barrier = Barrier()
-        self.minter = EventMinter()
         self.issued = -math.inf
-        self.source_horizon = dict.fromkeys(self.sources, -math.inf)
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.latencies_ms = []
         self.events = 0
@@ -53,14 +50,14 @@ class LocalRun:
         since_punctuation = 0
         for source, position, event in interleave(inputs):
             if event is None:
-                self.clock.end(source)
+                self.progress.end(source)
                 continue
             self.ingest(source, position, event)
             since_punctuation += 1
             if since_punctuation >= self.punctuate_every:
                 since_punctuation = 0
-                self.punctuate(self.clock.time())
-        self.punctuate(math.inf)
+                self.punctuate()
+        self.punctuate()  # every source has ended: +inf
         return self.result(clock.perf_counter() - started)
 
     def ingest(self, source, position, event):
@@ -69,12 +66,11 @@ class LocalRun:
             ts, payload = event
         except (TypeError, ValueError):
             raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
-        ts = self.late.admit(source, check_event_time(ts, where), payload, self.source_horizon[source])
-        if ts is None:
+        item = self.progress.admit(source, check_event_time(ts, where), payload, clock.perf_counter())
+        if item is None:
             return
         self.events += 1
-        self.clock.observe(source, ts)
-        self.deliver(source, self.minter.mint(source, ts, payload, clock.perf_counter()))
+        self.deliver(source, item)
         self.note_buffered()
 
     def deliver(self, origin, item):
@@ -92,10 +88,10 @@ class LocalRun:
                 reached.reverse()
                 pending.extend(reached)
 
-    def punctuate(self, time):
-        """Issue punctuation `time` (the minimum over sources); each source's own horizon judges lateness."""
-        for source in self.sources:
-            self.source_horizon[source] = self.clock.source_time(source)
+    def punctuate(self):
+        """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
+        self.progress.advance()
+        time = self.progress.time()
         if time <= self.issued:
             return
         self.issued = time
@@ -108,7 +104,6 @@ class LocalRun:
         for sink, item in self.barrier.punctuate(time):
             self.outputs[sink].append(unpack(item.data))
             self.latencies_ms.append((now - item.arrival) * 1000.0)
-        self.minter.forget(time)
 
     def note_buffered(self):
         buffered = len(self.barrier) + sum(len(buffer) for buffer in self._buffers)
@@ -123,12 +118,12 @@ class LocalRun:
             "tombstones": barrier.tombstones,
             "released": barrier.released,
             "replay_ratio": replay_ratio(barrier.arrived, barrier.released),
-            "late_dropped": len(self.late.dead_letters),
-            "late_adjusted": self.late.adjusted,
+            "late_dropped": len(self.progress.dead_letters),
+            "late_adjusted": self.progress.counts()["late_adjusted"],
             "peak_buffered": self.peak_buffered,
             "punctuations": self.punctuations,
             "wall_s": wall_s,
             "events_per_s": self.events / wall_s if wall_s > 0 else None,
             "latency_ms": latency_summary(self.latencies_ms, wall_s, self.events, self.punctuations),
         }
-        return Result(self.outputs, list(self.late.dead_letters), metrics)
+        return Result(self.outputs, list(self.progress.dead_letters), metrics)

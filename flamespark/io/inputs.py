@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flamespark.core.errors import InputError
-from flamespark.runtime.ingest import check_event_time
+from flamespark.io.events import check_event_time
 from flamespark.io.jsonl import read_events
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}

@@ -60,9 +60,7 @@ class PhysicalPlan:
 
 
 def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
-    """Physical operators for `graph`; `buffered` puts a BufferSort before every grouping."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    """Physical operators for `graph` in `mode` (one of MODES); `buffered` puts a BufferSort before every grouping."""
     graph.validate()
     plan = PhysicalPlan()
     exits = {}

@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flamespark.api import run
+from flamespark.api import run_with_options
 from flamespark.io.checkpoint import claim, file_digest
 from flamespark.core.errors import InputError
 from flamespark.io.inputs import read_input
 from flamespark.io.jsonl import write_atomic, write_jsonl
 from flamespark.tools.loader import load_graph
 from flamespark.io.sinks import write_values
+from flamespark.runtime.options import RunOptions
 
 RESERVED_OUTPUTS = ("late", "metrics")
 
@@ -42,6 +43,17 @@ def claim_pipeline(checkpoint: Path, pipeline: str):
           started=(checkpoint / "checkpoint").exists())
 
 
+def _engine_options(args, out: Path) -> dict:
+    """The engine options `args` ask for; on the local engine only --follow and --idle-timeout, if set (refused)."""
+    if args.engine == "local":
+        return {name: value for name, value in (("follow", args.follow), ("idle_timeout", args.idle_timeout)) if value}
+    return {
+        "rate": args.rate, "master": args.master, "checkpoint": Path(args.checkpoint or out / "_checkpoint"),
+        "max_rows_per_batch": args.max_rows_per_batch, "follow": args.follow, "idle_timeout": args.idle_timeout,
+        "output": out if args.follow else None, "output_format": args.sink_format,
+    }
+
+
 def run_to_directory(args, mode: str):
     """Run the pipeline of `args` and write sinks, dead letters and metrics under `args.out`.
 
@@ -52,22 +64,15 @@ def run_to_directory(args, mode: str):
     graph = load_graph(args.pipeline)
     paths = check_inputs(graph, args.input)
     out = Path(args.out)
+    options = RunOptions.of(args.engine, mode, args.reorder_latency, args.late, **_engine_options(args, out))
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
-    if args.engine == "local":
-        if args.follow or args.idle_timeout is not None:
-            raise InputError("--follow and --idle-timeout need --engine spark")
+    if options.engine == "local":
         inputs = {name: read_input(name, path) for name, path in paths.items()}
-        result = run(graph, inputs, engine="local", mode=mode, reorder_latency=args.reorder_latency, late=args.late)
     else:
-        checkpoint = Path(args.checkpoint or out / "_checkpoint")
-        claim_pipeline(checkpoint, args.pipeline)
-        result = run(
-            graph, paths, engine="spark", mode=mode, reorder_latency=args.reorder_latency, late=args.late,
-            rate=args.rate, master=args.master, checkpoint=checkpoint, max_rows_per_batch=args.max_rows_per_batch,
-            follow=args.follow, idle_timeout=args.idle_timeout, output=out if args.follow else None,
-            output_format=args.sink_format,
-        )
+        claim_pipeline(options.engine_options["checkpoint"], args.pipeline)
+        inputs = paths
+    result = run_with_options(graph, inputs, options)
     if not args.follow:
         for sink, values in result.outputs.items():
             write_values(out / sink, values, args.sink_format)

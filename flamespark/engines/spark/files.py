@@ -17,7 +17,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
 from flamespark.core.errors import InputError
-from flamespark.runtime.ingest import check_event_time
+from flamespark.io.events import check_event_time
 from flamespark.io.inputs import event_files
 from flamespark.core.items import Meta, encode
 from flamespark.io.jsonl import parse_event_line

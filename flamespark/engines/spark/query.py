@@ -32,9 +32,10 @@ from flamespark.engines.spark.topology import Topology
 from flamespark.io.checkpoint import claim, file_digest
 from flamespark.core.errors import FlameSparkError, InputError
 from flamespark.io.inputs import count_events, directory_format
-from flamespark.runtime.ingest import check_event_time, check_input_names
+from flamespark.io.events import check_event_time, check_input_names
 from flamespark.core.items import Meta, encode
 from flamespark.io.jsonl import read_events
+from flamespark.runtime.options import RunOptions
 
 
 def _encoded_events(source, events):
@@ -159,18 +160,20 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
     return stream
 
 
-def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", rate=None, master=None,
-              checkpoint=None, spark=None, shards=None, timeout=None, max_rows_per_batch=None, progress=None,
-              follow=False, idle_timeout=None, output=None, output_format="jsonl"):
+def run_spark(graph, inputs, options: RunOptions, rate=None, master=None, checkpoint=None, spark=None, shards=None,
+              timeout=None, max_rows_per_batch=None, progress=None, follow=False, output=None, output_format="jsonl"):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
+    `options` (mode, reorder latency, late policy, idle timeout) come checked;
+    the keyword arguments are the Spark engine's own options (SPARK_OPTIONS).
     `inputs` maps source names to a JSONL file, a directory of JSONL or
     Parquet files, or an iterable of `(ts, payload)`. Files are replayed in
     arrival order (at `rate` events/s if given). With `follow`, directories
     are watched for new files until the run is interrupted or `timeout`
     seconds pass; otherwise the run ends after the events present at its start.
-    With `idle_timeout` (s), a source that delivers nothing for that long no
-    longer holds back the others' releases; its later events behind them are late.
+    With `options.idle_timeout` (s), a source that delivers nothing for that
+    long no longer holds back the others' releases; its later events behind
+    them are late.
     With `output`, each micro-batch's releases are written as it completes,
     to `output/<sink>/` and `output/late/` (`output_format` "jsonl" or "parquet").
     With `checkpoint`, a stopped run resumes from it and ends with exactly the
@@ -178,9 +181,8 @@ def run_spark(graph, inputs, mode="optimistic", reorder_latency=0, late="drop", 
     """
     graph.validate()
     check_input_names(graph.sources, inputs)
-    if idle_timeout is not None and mode == "buffered":
-        raise FlameSparkError("idle_timeout needs mode='optimistic': the buffered baseline follows Spark's "
-                              "watermark, which waits for every input")
+    mode, reorder_latency, late = options.mode, options.reorder_latency, options.late
+    idle_timeout = options.idle_timeout
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         spark = spark or spark_session(master, shards)
@@ -234,7 +236,7 @@ def _await(query, timeout, follow=False):
             raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
 
 
-_ERROR_LINE = re.compile(r"flamespark\.errors\.(\w+): (.*)")
+_ERROR_LINE = re.compile(rf"{re.escape(errors.__name__)}\.(\w+): (.*)")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.MULTILINE)
 _TASK_FAILURE = re.compile(r"most recent failure: Lost task [^:]*: (?:[\w$]+\.)*([\w$]+): (.+)")
 _QUERY_PREFIX = re.compile(r"^\[STREAM_FAILED\] Query .*? terminated with exception: ")

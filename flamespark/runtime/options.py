@@ -1,0 +1,81 @@
+"""A run's options, checked once for every engine before any engine starts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flamespark.core.errors import OptionError
+from flamespark.runtime.plan import MODES
+from flamespark.runtime.progress import POLICIES
+
+ENGINES = ("local", "spark")
+# The keyword arguments of flamespark.engines.spark.run_spark (apart from the graph, inputs and these options).
+SPARK_OPTIONS = ("rate", "master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "progress",
+                 "follow", "output", "output_format")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `flamespark.run` was asked for; constructing one checks it, so engines take it as valid.
+
+    The same mistake raises the same OptionError on every engine: values are
+    checked first, then what the chosen engine does not take.
+    `engine_options` holds the engine's own options (Spark's: SPARK_OPTIONS).
+    """
+
+    engine: str = "local"
+    mode: str = "optimistic"
+    reorder_latency: int = 0
+    late: str = "drop"
+    punctuate_every: int = 1
+    idle_timeout: float | None = None
+    engine_options: dict = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1,
+           idle_timeout=None, **engine_options) -> RunOptions:
+        """The options of a `flamespark.run(...)` call, checked."""
+        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, engine_options)
+
+    def __post_init__(self):
+        self._check_values()
+        self._check_engine()
+
+    def _check_values(self):
+        if self.engine not in ENGINES:
+            raise OptionError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.mode not in MODES:
+            raise OptionError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not _is_int(self.reorder_latency) or self.reorder_latency < 0:
+            raise OptionError(f"reorder_latency must be a non-negative integer (ms), got {self.reorder_latency!r}")
+        if self.late not in POLICIES:
+            raise OptionError(f"late policy must be one of {', '.join(POLICIES)}, got {self.late!r}")
+        if not _is_int(self.punctuate_every) or self.punctuate_every < 1:
+            raise OptionError(f"punctuate_every must be a positive integer, got {self.punctuate_every!r}")
+        idle = self.idle_timeout
+        if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or not idle > 0):
+            raise OptionError(f"idle_timeout must be a positive number of seconds, got {idle!r}")
+        unknown = [name for name in self.engine_options if name not in SPARK_OPTIONS]
+        if unknown:
+            raise OptionError(f"unknown option(s) {', '.join(unknown)}; flamespark.run takes engine, mode, "
+                              f"reorder_latency, late, punctuate_every, idle_timeout and, on engine='spark', "
+                              f"{', '.join(SPARK_OPTIONS)}")
+
+    def _check_engine(self):
+        if self.engine == "local":
+            if self.engine_options:
+                raise OptionError(f"the local engine takes no engine options, got {', '.join(self.engine_options)} "
+                                  f"(options of engine='spark')")
+            if self.idle_timeout is not None:
+                raise OptionError("idle_timeout needs engine='spark': the local engine reads its finite inputs "
+                                  "in turn, waiting on each, so no source falls silent while the others go on")
+            return
+        if self.punctuate_every != 1:
+            raise OptionError("punctuate_every is taken by the local engine only: the Spark engine punctuates once "
+                              "per micro-batch (max_rows_per_batch makes batches smaller)")
+        if self.idle_timeout is not None and self.mode == "buffered":
+            raise OptionError("idle_timeout needs mode='optimistic': the buffered baseline follows Spark's "
+                              "watermark, which waits for every input")

@@ -1,0 +1,201 @@
+"""Source progress: late events, item meta and each source's punctuation, written once for every engine.
+
+An engine hands a `SourceProgress` every event in arrival order (`admit`)
+and every end of input (`end`); at each punctuation point it calls
+`advance` and issues `time()`, the punctuation all sources support. The
+local engine keeps one for the whole run; the Spark engine rebuilds one per
+micro-batch from the `snapshot()` it keeps in its state store.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from flamespark.core.errors import InternalError, LateEventError
+from flamespark.core.items import Item, Meta, encode, event_tiebreak
+
+POLICIES = ("drop", "adjust", "fail")
+
+
+class EventMinter:
+    """Makes source items: meta from the event itself, plus a duplicate index.
+
+    Identical events (same source, time and payload) are told apart by how
+    many identical ones came before; which copy gets which index cannot
+    change any output, since the copies are interchangeable.
+    """
+
+    def __init__(self):
+        self._seen = {}
+        self._pruned_at = 0
+
+    def mint(self, source: str, ts: int, payload, arrival: float) -> Item:
+        data = encode(payload, source, Meta(ts, source, 0, ()))
+        tiebreak = event_tiebreak(data)
+        identity = (ts, source, tiebreak)
+        duplicate = self._seen.get(identity, 0)
+        self._seen[identity] = duplicate + 1
+        return Item(Meta(ts, source, tiebreak, (duplicate,)), payload, data, False, arrival)
+
+    def dump(self) -> list:
+        return [[ts, source, tiebreak, count] for (ts, source, tiebreak), count in self._seen.items()]
+
+    def load(self, dumped):
+        self._seen = {(ts, source, tiebreak): count for ts, source, tiebreak, count in dumped}
+        self._pruned_at = len(self._seen)
+
+    def forget(self, time):
+        """Drop duplicate counts at or below punctuation `time` (no such event can come again)."""
+        if len(self._seen) < 2 * self._pruned_at + 1024:
+            return
+        self._seen = {identity: n for identity, n in self._seen.items() if identity[0] > time}
+        self._pruned_at = len(self._seen)
+
+
+@dataclass
+class _Source:
+    """What is known of one source; its fields are what a snapshot keeps of it."""
+
+    max_ts: int | None = None
+    punctuation: float = -math.inf
+    ended: bool = False
+    received: int = 0  # events delivered, late ones included: what an expected count counts
+    events: int = 0  # events admitted
+    late_dropped: int = 0
+    late_adjusted: int = 0
+    last_seen: int | None = None  # the caller's clock (ms) at its latest event or end, if idle sources are passed
+
+
+class SourceProgress:
+    """The progress of a group of sources: late policy, event minting and punctuations.
+
+    A source that has seen events up to `max_ts` promises nothing earlier
+    than `max_ts - reorder_latency` will come: events may be up to
+    `reorder_latency` ms behind the newest one, so its punctuation is
+    `max_ts - reorder_latency - 1` (an event exactly `reorder_latency` behind
+    is on time). It is `+inf` once the source ended, or once it delivered
+    `expected[source]` events; `-inf` while it has said nothing.
+
+    An event is late when its time is at or below the punctuation its source
+    had reached at the last `advance`; the global punctuation, the minimum
+    over sources, is never higher, so an admitted event is never behind it.
+    `late="drop"` keeps it in `dead_letters`, `"adjust"` moves its time just
+    after the punctuation, `"fail"` raises LateEventError.
+
+    With `idle_timeout` (seconds), a source that has not been heard of for
+    that long on `clock_ms` (a callable giving the caller's time in ms)
+    stops holding the others back: `advance` raises its punctuation to the
+    lowest of the other sources'. Its silence counts from the first time
+    the progress hears of it or of the clock.
+
+    Options are taken as given: `flamespark.runtime.options` checks them.
+    """
+
+    def __init__(self, sources, reorder_latency: int = 0, late: str = "drop", expected: dict | None = None,
+                 idle_timeout: float | None = None, clock_ms=None):
+        if idle_timeout is not None and clock_ms is None:
+            raise InternalError("SourceProgress: an idle timeout needs a clock")
+        self.reorder_latency = reorder_latency
+        self.late = late
+        self.expected = expected or {}
+        self.idle_ms = None if idle_timeout is None else idle_timeout * 1000
+        self.clock_ms = clock_ms
+        self.dead_letters = []
+        self._sources = {source: _Source() for source in sources}
+        self._minter = EventMinter()
+
+    def admit(self, source: str, ts: int, payload, arrival: float) -> Item | None:
+        """The event as an item with its meta, or None if it is late and dropped."""
+        state = self._heard(source)
+        state.received += 1
+        if ts <= state.punctuation:
+            ts = self._late(source, state, ts, payload)
+            if ts is None:
+                return None
+        state.events += 1
+        if state.max_ts is None or ts > state.max_ts:
+            state.max_ts = ts
+        return self._minter.mint(source, ts, payload, arrival)
+
+    def end(self, source: str):
+        """The source's input ended: from the next `advance`, it holds nothing back."""
+        self._heard(source).ended = True
+
+    def advance(self) -> dict:
+        """Raise every source's punctuation to what it now supports; returns `{source: time}` of those that rose."""
+        before = {source: state.punctuation for source, state in self._sources.items()}
+        for source, state in self._sources.items():
+            state.punctuation = max(state.punctuation, self._supported(source, state))
+        if self.idle_ms is not None:
+            self._pass_idle(self.clock_ms())
+        self._minter.forget(self.time())
+        return {source: state.punctuation for source, state in self._sources.items()
+                if state.punctuation > before[source]}
+
+    def punctuation(self, source: str):
+        """The source's punctuation as of the last `advance`."""
+        return self._sources[source].punctuation
+
+    def time(self):
+        """The global punctuation: the minimum over sources, as of the last `advance`."""
+        return min((state.punctuation for state in self._sources.values()), default=math.inf)
+
+    def counts(self, source: str | None = None) -> dict:
+        """Admitted, dropped and adjusted events of `source`, or of all sources (cumulative over snapshots)."""
+        states = [self._sources[source]] if source is not None else list(self._sources.values())
+        keys = ("events", "late_dropped", "late_adjusted")
+        return {key: sum(getattr(state, key) for state in states) for key in keys}
+
+    def snapshot(self) -> dict:
+        """Everything but the dead letters, as plain msgpack-able data."""
+        return {"sources": {source: asdict(state) for source, state in self._sources.items()},
+                "seen": self._minter.dump()}
+
+    def restore(self, snapshot: dict):
+        """Take up where the progress that made `snapshot` left off."""
+        for source, known in snapshot["sources"].items():
+            if source in self._sources:
+                self._sources[source] = _Source(**known)
+        self._minter.load(snapshot["seen"])
+
+    def _heard(self, source: str) -> _Source:
+        state = self._sources[source]
+        if self.idle_ms is not None:
+            state.last_seen = self.clock_ms()
+        return state
+
+    def _late(self, source, state, ts, payload):
+        """The time to process a late event at, or None if it is dropped."""
+        punctuation = state.punctuation
+        if self.late == "fail":
+            raise LateEventError(
+                f"event ts={ts} of source {source!r} arrived after punctuation {punctuation} "
+                f"(payload {payload!r}); raise the reorder latency or use late='drop'/'adjust'"
+            )
+        if self.late == "adjust":
+            state.late_adjusted += 1
+            return int(punctuation) + 1
+        state.late_dropped += 1
+        self.dead_letters.append({"source": source, "ts": ts, "payload": payload, "punctuation": punctuation})
+        return None
+
+    def _supported(self, source, state):
+        expected = self.expected.get(source)
+        if state.ended or (expected is not None and state.received >= expected):
+            return math.inf
+        if state.max_ts is None:
+            return -math.inf
+        return state.max_ts - self.reorder_latency - 1
+
+    def _pass_idle(self, now: int):
+        """Raise idle sources' punctuations to the lowest of the active ones'."""
+        for state in self._sources.values():
+            if state.last_seen is None:
+                state.last_seen = now
+        idle = {source for source, state in self._sources.items()
+                if not state.ended and now - state.last_seen >= self.idle_ms}
+        active = [state.punctuation for source, state in self._sources.items() if source not in idle]
+        if idle and active:
+            for source in idle:
+                state = self._sources[source]
+                state.punctuation = max(state.punctuation, min(active))

@@ -1,0 +1,156 @@
+"""Source progress on its own: punctuations, end of input, late policies, minting, idle sources, snapshots."""
+import math
+
+import msgpack
+import pytest
+
+import flamespark as fs
+from flamespark.runtime.progress import SourceProgress
+
+
+def feed(progress, source, *times):
+    """Admit events `(ts, ts)`; returns the times of those admitted."""
+    items = [progress.admit(source, ts, ts, 0.0) for ts in times]
+    return [item.meta.ts for item in items if item is not None]
+
+
+def test_punctuation_is_the_minimum_over_sources_and_ends_at_infinity():
+    progress = SourceProgress(["a", "b"], reorder_latency=5)
+    progress.advance()
+    assert progress.time() == -math.inf
+    feed(progress, "a", 100)
+    feed(progress, "b", 40, 30)
+    assert progress.advance() == {"a": 94, "b": 34}
+    assert progress.time() == 40 - 5 - 1
+    progress.end("b")
+    assert progress.advance() == {"b": math.inf}
+    assert progress.time() == 94 == progress.punctuation("a")
+    progress.end("a")
+    progress.advance()
+    assert progress.time() == math.inf
+
+
+def test_advance_reports_only_the_sources_that_rose():
+    progress = SourceProgress(["a", "b"])
+    feed(progress, "a", 10)
+    feed(progress, "b", 10)
+    progress.advance()
+    feed(progress, "a", 5, 20)
+    assert progress.advance() == {"a": 19}
+
+
+def test_lateness_is_judged_against_the_punctuation_of_the_last_advance():
+    progress = SourceProgress(["a"], reorder_latency=5)
+    assert feed(progress, "a", 100, 50) == [100, 50]  # no punctuation yet: nothing is late
+    progress.advance()
+    assert feed(progress, "a", 94, 95, 200, 96) == [95, 200, 96]
+    assert [(d["source"], d["ts"], d["punctuation"]) for d in progress.dead_letters] == [("a", 94, 94)]
+    assert progress.counts() == {"events": 5, "late_dropped": 1, "late_adjusted": 0}
+
+
+def test_adjust_moves_a_late_event_just_after_its_sources_punctuation():
+    progress = SourceProgress(["a"], reorder_latency=2, late="adjust")
+    feed(progress, "a", 21)
+    progress.advance()
+    assert feed(progress, "a", 6, 19) == [19, 19]
+    assert progress.dead_letters == []
+    assert progress.counts("a") == {"events": 3, "late_dropped": 0, "late_adjusted": 1}
+
+
+def test_fail_raises_naming_the_event():
+    progress = SourceProgress(["a"], reorder_latency=2, late="fail")
+    feed(progress, "a", 21)
+    progress.advance()
+    with pytest.raises(fs.LateEventError, match=r"event ts=6 of source 'a' arrived after punctuation 18 \(payload 6\)"):
+        feed(progress, "a", 6)
+
+
+def test_a_source_ends_after_its_expected_count_late_events_included():
+    progress = SourceProgress(["a", "b"], expected={"a": 3})
+    feed(progress, "a", 10)
+    feed(progress, "b", 1)
+    progress.advance()
+    feed(progress, "a", 4, 12)
+    assert progress.advance() == {"a": math.inf}
+    assert progress.time() == 0
+
+
+def test_identical_events_get_successive_duplicate_indexes():
+    progress = SourceProgress(["a"])
+    first, second = progress.admit("a", 5, {"v": 1}, 1.5), progress.admit("a", 5, {"v": 1}, 2.5)
+    other = progress.admit("a", 5, {"v": 2}, 3.5)
+    assert (first.meta.path, second.meta.path, other.meta.path) == ((0,), (1,), (0,))
+    assert first.meta.tiebreak == second.meta.tiebreak != other.meta.tiebreak
+    assert (first.meta.ts, first.meta.source, first.arrival) == (5, "a", 1.5)
+
+
+class FakeClock:
+    def __init__(self):
+        self.ms = 1_000
+
+    def __call__(self):
+        return self.ms
+
+
+def test_an_idle_source_is_raised_to_the_lowest_active_punctuation():
+    clock = FakeClock()
+    progress = SourceProgress(["a", "b", "c"], idle_timeout=2, clock_ms=clock)
+    feed(progress, "a", 100)
+    feed(progress, "b", 10)
+    feed(progress, "c", 70)
+    progress.advance()
+    clock.ms += 1_999
+    feed(progress, "a", 120)
+    feed(progress, "c", 80)
+    assert progress.advance() == {"a": 119, "c": 79}  # b is silent for just under the timeout
+    clock.ms += 1
+    feed(progress, "a", 130)
+    assert progress.advance() == {"a": 129, "b": 79}  # b passed: raised to c's, the lowest active one's
+    assert progress.time() == 79
+    assert feed(progress, "b", 79, 80) == [80]  # b's events at or below what it was given are late
+    assert progress.dead_letters[0]["punctuation"] == 79
+
+
+def test_ended_sources_are_never_idle_and_with_none_active_nothing_is_passed():
+    clock = FakeClock()
+    progress = SourceProgress(["a", "b"], idle_timeout=1, clock_ms=clock)
+    progress.advance()  # silence counts from here for sources not yet heard of
+    clock.ms += 5_000
+    assert progress.advance() == {}  # both idle: no active source to raise them to
+    feed(progress, "a", 50)
+    assert progress.advance() == {"a": 49, "b": 49}
+    progress.end("a")
+    clock.ms += 5_000
+    assert progress.advance() == {"a": math.inf, "b": math.inf}  # a ended: b idle, raised to a's +inf
+
+
+def test_snapshot_round_trips_through_msgpack_and_the_run_goes_on_the_same():
+    def run(events, split):
+        progress, minted = SourceProgress(["a", "b"], reorder_latency=3, late="drop"), []
+        for index, (source, ts, payload) in enumerate(events):
+            if index == split:
+                snapshot = msgpack.unpackb(msgpack.packb(progress.snapshot()), strict_map_key=False)
+                progress = SourceProgress(["a", "b"], reorder_latency=3, late="drop")
+                progress.restore(snapshot)
+            item = progress.admit(source, ts, payload, 0.0)
+            minted.append(None if item is None else item.meta)
+            progress.advance()
+        return minted, progress.snapshot(), progress.time()
+
+    events = [("a", 10, "x"), ("b", 4, "y"), ("a", 10, "x"), ("a", 5, "z"), ("a", 10, "x"), ("b", 9, "y"),
+              ("b", 2, "w"), ("a", 20, "x")]
+    whole = run(events, None)
+    for split in range(1, len(events)):
+        assert run(events, split) == whole
+    assert whole[1]["sources"]["a"]["late_dropped"] == 1 and whole[1]["sources"]["b"]["late_dropped"] == 1
+
+
+def test_dead_letters_are_not_part_of_a_snapshot():
+    progress = SourceProgress(["a"])
+    feed(progress, "a", 10)
+    progress.advance()
+    feed(progress, "a", 3)
+    restored = SourceProgress(["a"])
+    restored.restore(progress.snapshot())
+    assert len(progress.dead_letters) == 1 and restored.dead_letters == []
+    assert restored.counts()["late_dropped"] == 1

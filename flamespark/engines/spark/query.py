@@ -234,7 +234,7 @@ def _await(query, timeout, follow=False):
             raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
 
 
-_ERROR_LINE = re.compile(r"flamespark\.errors\.(\w+): (.*)")
+_ERROR_LINE = re.compile(rf"{re.escape(errors.__name__)}\.(\w+): (.*)")  # how a worker's traceback names our errors
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.MULTILINE)
 _TASK_FAILURE = re.compile(r"most recent failure: Lost task [^:]*: (?:[\w$]+\.)*([\w$]+): (.+)")
 _QUERY_PREFIX = re.compile(r"^\[STREAM_FAILED\] Query .*? terminated with exception: ")

@@ -111,7 +111,8 @@ def test_bad_directory_inputs_name_file_and_line(spark, tmp_path):
     null_ts = tmp_path / "null_ts"
     null_ts.mkdir()
     write_file(null_ts / "a.parquet", [{"ts": 1, "sensor": "a", "value": 1}, {"ts": None, "sensor": "a", "value": 1}])
-    with pytest.raises(fs.InputError, match=rf"{null_ts / 'a.parquet'}, row 1: event time must be an integer"):
+    with pytest.raises(fs.InputError, match=rf"{null_ts / 'a.parquet'}, row 1: 'ts' must be an integer \(ms\), "
+                                            r"got null"):
         run(null_ts)
 
 

@@ -6,23 +6,24 @@ from barrier.barrier import Barrier
 from flamespark.runtime.late import LatePolicy
 from flamespark.runtime.punctuation import PunctuationClock
 from flamespark.core.codec import unpack
-from flamespark.core.errors import InputError
-from flamespark.runtime.ingest import EventMinter, check_event_time, check_input_names
+from flamespark.io.inputs import check_input_names, source_events
+from flamespark.runtime.ingest import EventMinter
 from flamespark.runtime.plan import build_plan
 from flamespark.result import Result, latency_summary, replay_ratio
 
 
 def interleave(inputs: dict):
-    """Events of all sources as `(source, position, event)`, one source at a time in turn."""
-    iterators = {source: enumerate(events) for source, events in inputs.items()}
+    """Checked events of all sources as `(source, (ts, payload))`, one source at a time in turn.
+
+    A source that ran out gives `(source, None)` once.
+    """
+    iterators = {source: source_events(source, given) for source, given in inputs.items()}
     while iterators:
         for source, iterator in list(iterators.items()):
-            step = next(iterator, None)
-            if step is None:
+            event = next(iterator, None)
+            if event is None:
                 del iterators[source]
-                yield source, None, None
-            else:
-                yield source, step[0], step[1]
+            yield source, event
 
 
 class LocalRun:
@@ -51,11 +52,11 @@ class LocalRun:
         check_input_names(self.sources, inputs)
         started = clock.perf_counter()
         since_punctuation = 0
-        for source, position, event in interleave(inputs):
+        for source, event in interleave(inputs):
             if event is None:
                 self.clock.end(source)
                 continue
-            self.ingest(source, position, event)
+            self.ingest(source, *event)
             since_punctuation += 1
             if since_punctuation >= self.punctuate_every:
                 since_punctuation = 0
@@ -63,13 +64,9 @@ class LocalRun:
         self.punctuate(math.inf)
         return self.result(clock.perf_counter() - started)
 
-    def ingest(self, source, position, event):
-        where = f"input {source!r}, event #{position}"
-        try:
-            ts, payload = event
-        except (TypeError, ValueError):
-            raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
-        ts = self.late.admit(source, check_event_time(ts, where), payload, self.source_horizon[source])
+    def ingest(self, source, ts, payload):
+        """Take one checked event of `source`."""
+        ts = self.late.admit(source, ts, payload, self.source_horizon[source])
         if ts is None:
             return
         self.events += 1

@@ -22,7 +22,7 @@ from flamespark.cli import add_run_arguments
 from flamespark.cli.arguments import non_negative_float
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_events
 from flamespark.io.inputs import read_input
-from flamespark.io.jsonl import write_atomic
+from flamespark.io.atomic import write_atomic
 from flamespark.tools.loader import load_graph
 from flamespark.runtime.plan import MODES
 from flamespark.result import PERCENTILES

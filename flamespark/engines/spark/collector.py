@@ -1,5 +1,4 @@
 """The driver side of a Spark run: per-batch output files, progress, and the final Result."""
-import os
 import sys
 import time
 from datetime import datetime
@@ -8,10 +7,11 @@ from pathlib import Path
 import msgpack
 
 from flamespark.core.codec import unpack
-from flamespark.engines.spark.rows import LATE, METRIC, OUT
 from flamespark.core.items import Meta
-from flamespark.result import Result, latency_summary, replay_ratio
+from flamespark.engines.spark.rows import LATE, METRIC, OUT
+from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
+from flamespark.result import Result, latency_summary, replay_ratio
 
 
 class BatchCollector:
@@ -20,7 +20,7 @@ class BatchCollector:
     With `output`, the batch's releases also go to `output/<sink>/batch-<id>.<format>`
     and its dead letters to `output/late/batch-<id>.jsonl`, as soon as the batch ends.
     A batch replayed after a restart rewrites the same files, so outputs are
-    neither lost nor duplicated. Writes go through a temporary file and a rename.
+    neither lost nor duplicated. Every file is written atomically.
     """
 
     def __init__(self, directory, sinks, progress: bool = False, output=None, output_format="jsonl"):
@@ -46,10 +46,7 @@ class BatchCollector:
         }
         if self.output is not None:
             self._write_output(part)
-        path = self.directory / f"batch-{batch_id:08d}.msgpack"
-        temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(msgpack.packb(part))
-        os.replace(temporary, path)
+        write_atomic(self.directory / f"batch-{batch_id:08d}.msgpack", msgpack.packb(part))
         if self.progress:
             self._show(part)
 

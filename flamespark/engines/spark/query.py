@@ -30,24 +30,14 @@ from flamespark.engines.spark.rows import (
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
 from flamespark.io.checkpoint import claim, file_digest
-from flamespark.core.errors import FlameSparkError, InputError
-from flamespark.io.inputs import count_events, directory_format
-from flamespark.runtime.ingest import check_event_time, check_input_names
+from flamespark.core.errors import FlameSparkError
+from flamespark.io.inputs import check_input_names, count_events, directory_format, is_path, source_events
 from flamespark.core.items import Meta, encode
-from flamespark.io.jsonl import read_events
 
 
-def _encoded_events(source, events):
-    """`(ts, payload bytes)` pairs, checked, from a JSONL path or an iterable of `(ts, payload)`."""
-    if isinstance(events, (str, Path)):
-        events = read_events(events)
-    for position, event in enumerate(events):
-        where = f"input {source!r}, event #{position}"
-        try:
-            ts, payload = event
-        except (TypeError, ValueError):
-            raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
-        ts = check_event_time(ts, where)
+def _encoded_events(source, given):
+    """`(ts, payload bytes)` pairs, checked, from a JSONL file or an iterable of `(ts, payload)`."""
+    for ts, payload in source_events(source, given):
         yield ts, encode(payload, source, Meta(ts, source, 0, ()))
 
 
@@ -98,7 +88,7 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     prepared = {}
     for index, source in enumerate(graph.sources):
         given = inputs[source]
-        if isinstance(given, (str, Path)) and Path(given).is_dir():
+        if is_path(given) and Path(given).is_dir():
             fmt = directory_format(source, given)
             count = None if follow else count_events(given, fmt)
             if count != 0:

@@ -8,8 +8,9 @@ from flamespark.runtime.punctuation import PunctuationClock
 from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
 from flamespark.runtime.ingest import EventMinter
+from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.plan import build_plan
-from flamespark.result import Result, latency_summary, replay_ratio
+from flamespark.result import Result
 
 
 def interleave(inputs: dict):
@@ -114,18 +115,10 @@ class LocalRun:
 
     def result(self, wall_s) -> Result:
         barrier = self.barrier
-        metrics = {
-            "events": self.events,
-            "arrived_at_barrier": barrier.arrived,
-            "tombstones": barrier.tombstones,
-            "released": barrier.released,
-            "replay_ratio": replay_ratio(barrier.arrived, barrier.released),
-            "late_dropped": len(self.late.dead_letters),
-            "late_adjusted": self.late.adjusted,
-            "peak_buffered": self.peak_buffered,
-            "punctuations": self.punctuations,
-            "wall_s": wall_s,
-            "events_per_s": self.events / wall_s if wall_s > 0 else None,
-            "latency_ms": latency_summary(self.latencies_ms, wall_s, self.events, self.punctuations),
-        }
+        metrics = run_metrics(
+            events=self.events, arrived=barrier.arrived, tombstones=barrier.tombstones, released=barrier.released,
+            late_dropped=len(self.late.dead_letters), late_adjusted=self.late.adjusted,
+            peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
+            rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
+        )
         return Result(self.outputs, list(self.late.dead_letters), metrics)

@@ -11,7 +11,8 @@ from flamespark.core.items import Meta
 from flamespark.engines.spark.rows import LATE, METRIC, OUT
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
-from flamespark.result import Result, latency_summary, replay_ratio
+from flamespark.result import Result
+from flamespark.runtime.metrics import run_metrics
 
 
 class BatchCollector:
@@ -116,7 +117,7 @@ def release_delays(parts, progress, paced: bool) -> list:
 
 
 def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
-    """The run's Result from its batch files, with the same metrics as the local engine."""
+    """The run's Result from its batch files; metrics["engine"] has the micro-batches and release delays."""
     outputs = {sink: [] for sink in sinks}
     latencies = []
     for part in parts:
@@ -130,27 +131,26 @@ def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
     held_per_batch = [
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
-    arrived = sum(m["arrived"] for m in barrier)
-    released = sum(m["released"] for m in barrier)
-    events = sum(m["events"] for m in ingest)
     delays = release_delays(parts, progress, paced)
-    metrics = {
-        "events": events,
-        "arrived_at_barrier": arrived,
-        "tombstones": sum(m["tombstones"] for m in barrier),
-        "released": released,
-        "replay_ratio": replay_ratio(arrived, released),
-        "late_dropped": sum(m["late_dropped"] for m in ingest),
-        "late_adjusted": sum(m["late_adjusted"] for m in ingest),
-        "peak_buffered": max(held_per_batch, default=0),
-        "batches": len(parts),
-        "wall_s": wall_s,
-        "events_per_s": events / wall_s if wall_s > 0 else None,
-        "release_delay_batches": {
-            "mean": sum(delays) / len(delays) if delays else None,
-            "max": max(delays, default=None),
-            "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
+    metrics = run_metrics(
+        events=sum(m["events"] for m in ingest),
+        arrived=sum(m["arrived"] for m in barrier),
+        tombstones=sum(m["tombstones"] for m in barrier),
+        released=sum(m["released"] for m in barrier),
+        late_dropped=sum(m["late_dropped"] for m in ingest),
+        late_adjusted=sum(m["late_adjusted"] for m in ingest),
+        peak_buffered=max(held_per_batch, default=0),
+        wall_s=wall_s,
+        latencies_ms=latencies,
+        rounds=len(parts),
+        engine={
+            "name": "spark",
+            "batches": len(parts),
+            "release_delay_batches": {
+                "mean": sum(delays) / len(delays) if delays else None,
+                "max": max(delays, default=None),
+                "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
+            },
         },
-        "latency_ms": latency_summary(latencies, wall_s, events, len(parts)),
-    }
+    )
     return Result(outputs, late, metrics)

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import IO, Callable, Iterable, Iterator
 
 from flamespark.cli.arguments import non_negative_int, positive_int
-from flamespark.io.jsonl import replacing
+from flamespark.io.atomic import replacing
 
 __all__ = [
     "DumpError",

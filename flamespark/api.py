@@ -8,7 +8,8 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     """Run `graph` over `inputs` and return the released outputs.
 
     `inputs` maps each source name to an iterable of `(ts, payload)` pairs in
-    arrival order (`ts` an integer in ms). Events may arrive up to
+    arrival order (`ts` an integer in ms), a JSONL file or a directory of
+    JSONL or Parquet files (see flamespark.io.inputs). Events may arrive up to
     `reorder_latency` ms behind the newest event of their source; later ones
     are late and handled by `late` ("drop", "adjust" or "fail"). The local
     engine issues a punctuation every `punctuate_every` events. `mode` is

@@ -65,7 +65,8 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
     assert report["outputs_equal"] is True
     means = {}
     for mode in ("optimistic", "buffered"):
-        delays = report[mode]["release_delay_batches"]
+        assert report[mode]["engine"]["name"] == "spark"
+        delays = report[mode]["engine"]["release_delay_batches"]
         assert sum(delays["histogram"].values()) == report[mode]["released"]
         means[mode] = delays["mean"]
     assert means["optimistic"] < means["buffered"]

@@ -94,7 +94,7 @@ def test_all_graphs_match_the_in_order_run_and_the_local_engine(spark, mode, rnd
     assert result.late == []
     assert len(result.outputs["documents"]) == len(events["docs"])
     assert result.metrics["events"] == sum(map(len, events.values()))
-    assert result.metrics["batches"] >= 3
+    assert result.metrics["engine"]["batches"] >= 3
     if mode == "buffered":
         assert result.metrics["tombstones"] == 0
 
@@ -126,8 +126,9 @@ def readings(spark, tmp_path_factory):
     events = write_readings(base / "events.jsonl")
     spark_out, local_out = base / "spark", base / "local"
     spark_result = run_to_directory(run_args(events, spark_out, "spark"), mode="optimistic")
-    run_to_directory(run_args(events, local_out, "local"), mode="optimistic")
-    return Namespace(events=events, spark=spark_out, local=local_out, metrics=spark_result.metrics)
+    local_result = run_to_directory(run_args(events, local_out, "local"), mode="optimistic")
+    return Namespace(events=events, spark=spark_out, local=local_out, metrics=spark_result.metrics,
+                     local_metrics=local_result.metrics)
 
 
 def spark_schedule(events, latency, per_batch):
@@ -171,10 +172,19 @@ def test_outputs_are_released_in_the_batch_in_which_they_become_final(readings):
     # Readings held by the punctuation wait exactly one batch; the rest go out in the batch that read them.
     assert delays == Counter({0: 7, 1: 6})
     metrics = readings.metrics
-    assert metrics["batches"] == math.ceil((len(events) + 1) / PER_BATCH)
-    assert metrics["release_delay_batches"]["histogram"] == {str(d): n for d, n in sorted(delays.items())}
-    assert metrics["release_delay_batches"]["max"] == 1
+    assert metrics["engine"]["batches"] == math.ceil((len(events) + 1) / PER_BATCH)
+    assert metrics["engine"]["release_delay_batches"]["histogram"] == {str(d): n for d, n in sorted(delays.items())}
+    assert metrics["engine"]["release_delay_batches"]["max"] == 1
     assert metrics["late_dropped"] == 2 and metrics["released"] == len(events) - 2
+
+
+def test_metrics_have_the_same_keys_on_both_engines(readings):
+    spark, local = readings.metrics, readings.local_metrics
+    assert set(spark) == set(local) and set(spark["latency_ms"]) == set(local["latency_ms"])
+    for key in ("events", "released", "late_dropped", "late_adjusted"):
+        assert spark[key] == local[key], key
+    assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {"name", "batches", "release_delay_batches"}
+    assert local["engine"] == {"name": "local", "punctuations": local["latency_ms"]["batches"]}
 
 
 # --- late events and errors ----------------------------------------------------------------
@@ -308,8 +318,7 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     assert len({(t["sensor"], t["ts"]) for t in totals}) == len(totals) == len(READINGS) - 2
     assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["released"] == len(totals) and metrics["batches"] == readings.metrics["batches"]
-    assert metrics["release_delay_batches"] == readings.metrics["release_delay_batches"]
+    assert metrics["released"] == len(totals) and metrics["engine"] == readings.metrics["engine"]
 
     # The terminal showed progress (resumed, so never batch 0 again) and nothing but FlameSpark's lines.
     lines = [line.strip() for line in re.split(r"[\r\n]+", terminal) if line.strip()]

@@ -4,24 +4,25 @@ import time as clock
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
-from flamespark.core.errors import InputError
-from flamespark.io.events import check_event_time, check_input_names
+from flamespark.io.inputs import check_input_names, source_events
+from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.plan import build_plan
 from flamespark.runtime.progress import SourceProgress
-from flamespark.result import Result, latency_summary, replay_ratio
+from flamespark.result import Result
 
 
 def interleave(inputs: dict):
-    """Events of all sources as `(source, position, event)`, one source at a time in turn."""
-    iterators = {source: enumerate(events) for source, events in inputs.items()}
+    """Checked events of all sources as `(source, (ts, payload))`, one source at a time in turn.
+
+    A source that ran out gives `(source, None)` once.
+    """
+    iterators = {source: source_events(source, given) for source, given in inputs.items()}
     while iterators:
         for source, iterator in list(iterators.items()):
-            step = next(iterator, None)
-            if step is None:
+            event = next(iterator, None)
+            if event is None:
                 del iterators[source]
-                yield source, None, None
-            else:
-                yield source, step[0], step[1]
+            yield source, event
 
 
 class LocalRun:
@@ -48,11 +49,11 @@ class LocalRun:
         check_input_names(self.sources, inputs)
         started = clock.perf_counter()
         since_punctuation = 0
-        for source, position, event in interleave(inputs):
+        for source, event in interleave(inputs):
             if event is None:
                 self.progress.end(source)
                 continue
-            self.ingest(source, position, event)
+            self.ingest(source, *event)
             since_punctuation += 1
             if since_punctuation >= self.punctuate_every:
                 since_punctuation = 0
@@ -60,13 +61,9 @@ class LocalRun:
         self.punctuate()  # every source has ended: +inf
         return self.result(clock.perf_counter() - started)
 
-    def ingest(self, source, position, event):
-        where = f"input {source!r}, event #{position}"
-        try:
-            ts, payload = event
-        except (TypeError, ValueError):
-            raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
-        item = self.progress.admit(source, check_event_time(ts, where), payload, clock.perf_counter())
+    def ingest(self, source, ts, payload):
+        """Take one checked event of `source`."""
+        item = self.progress.admit(source, ts, payload, clock.perf_counter())
         if item is None:
             return
         self.events += 1
@@ -112,18 +109,10 @@ class LocalRun:
 
     def result(self, wall_s) -> Result:
         barrier = self.barrier
-        metrics = {
-            "events": self.events,
-            "arrived_at_barrier": barrier.arrived,
-            "tombstones": barrier.tombstones,
-            "released": barrier.released,
-            "replay_ratio": replay_ratio(barrier.arrived, barrier.released),
-            "late_dropped": len(self.progress.dead_letters),
-            "late_adjusted": self.progress.counts()["late_adjusted"],
-            "peak_buffered": self.peak_buffered,
-            "punctuations": self.punctuations,
-            "wall_s": wall_s,
-            "events_per_s": self.events / wall_s if wall_s > 0 else None,
-            "latency_ms": latency_summary(self.latencies_ms, wall_s, self.events, self.punctuations),
-        }
+        metrics = run_metrics(
+            events=self.events, arrived=barrier.arrived, tombstones=barrier.tombstones, released=barrier.released,
+            late_dropped=len(self.progress.dead_letters), late_adjusted=self.progress.counts()["late_adjusted"],
+            peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
+            rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
+        )
         return Result(self.outputs, list(self.progress.dead_letters), metrics)

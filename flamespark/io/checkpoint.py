@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from flamespark.core.errors import InputError
-from flamespark.io.jsonl import write_atomic
+from flamespark.io.atomic import write_atomic
 
 
 def file_digest(path) -> str:

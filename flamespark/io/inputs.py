@@ -1,13 +1,145 @@
-"""Inputs given as paths: one JSONL file, or a directory of JSONL or Parquet event files."""
+"""Reading and checking event inputs: the one way every engine and tool takes events in.
+
+A source's input is a JSONL file (one JSON object with an integer `ts` per
+line), a directory of `.jsonl` or of `.parquet` event files (read in name
+order), or an iterable of `(ts, payload)` pairs in arrival order. A file's
+events are whole objects (or rows) as payloads. Whatever is wrong raises
+InputError naming the file and line (or row), or the source and the event's
+position in its iterable.
+"""
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from flamespark.core.errors import InputError
-from flamespark.io.events import check_event_time
-from flamespark.io.jsonl import read_events
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
+
+
+def check_input_names(sources: list, inputs) -> None:
+    """Every source has an input and every input a source, or InputError."""
+    unknown = sorted(set(inputs) - set(sources))
+    if unknown:
+        raise InputError(f"no source named {', '.join(map(repr, unknown))}; the graph's sources are {sources}")
+    missing = sorted(set(sources) - set(inputs))
+    if missing:
+        raise InputError(f"no input given for source(s) {', '.join(map(repr, missing))}")
+
+
+# ------------------------------------------------------------------ one event
+
+
+def check_event_time(ts, where: str) -> int:
+    """The event time as an int, or InputError naming `where`."""
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InputError(f"{where}: event time must be an integer (ms), got {type(ts).__name__} {ts!r}")
+    return ts
+
+
+def check_pair(event, where: str) -> tuple:
+    """`(ts, payload)` from an event given as a pair, or InputError naming `where`."""
+    try:
+        ts, payload = event
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
+    return check_event_time(ts, where), payload
+
+
+def check_record(record, where: str) -> tuple:
+    """`(ts, record)` from an event given as an object (a JSON line, a Parquet row) with an integer field `ts`."""
+    if not isinstance(record, Mapping):
+        raise InputError(f"{where}: expected a JSON object with an integer 'ts', got {type(record).__name__}")
+    if "ts" not in record:
+        raise InputError(f"{where}: missing event time field 'ts'")
+    ts = record["ts"]
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InputError(f"{where}: 'ts' must be an integer (ms), got {_shown(ts)}")
+    return ts, record
+
+
+def _shown(value) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def parse_event_line(text: str, where: str) -> tuple:
+    """`(ts, payload)` from one JSONL line; the payload is the whole object."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+    return check_record(record, where)
+
+
+# ------------------------------------------------------------------ one file
+
+
+def _blank(raw: bytes) -> bool:
+    return not raw.strip()
+
+
+def jsonl_lines(handle, name: str) -> Iterator[tuple[int, str]]:
+    """`(line number, text)` of each non-blank line of an open binary JSONL file named `name`.
+
+    Lines end at b"\\n" only (a trailing b"\\r" is dropped), and a UTF-8 byte
+    order mark on the first line is dropped.
+    """
+    for number, raw in enumerate(handle, 1):
+        if _blank(raw):
+            continue
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start + 1})") from None
+        yield number, text.rstrip("\r\n")
+
+
+def jsonl_events(handle, name: str) -> Iterator[tuple[int, int, object]]:
+    """`(line number, ts, payload)` of each event of an open binary JSONL file named `name`."""
+    for number, text in jsonl_lines(handle, name):
+        yield (number, *parse_event_line(text, f"{name}:{number}"))
+
+
+def open_event_file(path):
+    """`path` opened for binary reading, or InputError saying why it cannot be."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a directory, not a JSONL file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+
+
+def jsonl_file_events(path) -> Iterator[tuple[int, int, object]]:
+    """`(line number, ts, payload)` of each event of the JSONL file `path`, read as needed."""
+    with open_event_file(path) as handle:
+        yield from jsonl_events(handle, str(path))
+
+
+def parquet_file_events(path) -> Iterator[tuple[int, int, object]]:
+    """`(row, ts, payload)` of each row of the Parquet file `path` (rows counted from 0), read as needed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        batches = pq.ParquetFile(path).iter_batches()
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    row = 0
+    for batch in batches:
+        for record in batch.to_pylist():
+            yield (row, *check_record(record, f"{path}, row {row}"))
+            row += 1
+
+
+# ------------------------------------------------------------ directories
 
 
 def event_files(directory) -> list:
@@ -35,25 +167,41 @@ def count_events(directory, fmt: str) -> int:
     count = 0
     for path in event_files(directory):
         with open(path, "rb") as handle:
-            count += sum(1 for line in handle if line.strip())
+            count += sum(1 for raw in handle if not _blank(raw))
     return count
 
 
-def read_parquet_events(path) -> list:
-    """All `(ts, payload)` events of a Parquet file, in row order; each row is a payload."""
-    import pyarrow.parquet as pq
+# ------------------------------------------------------------- any input
 
-    events = []
-    for row, payload in enumerate(pq.read_table(path).to_pylist()):
-        events.append((check_event_time(payload.get("ts"), f"{path}, row {row}"), payload))
-    return events
+
+def is_path(given) -> bool:
+    """Whether an input names a file or directory (rather than being an iterable of events)."""
+    return isinstance(given, (str, os.PathLike))
+
+
+def source_events(source: str, given) -> Iterator[tuple[int, object]]:
+    """Source `source`'s checked `(ts, payload)` events from any input, in arrival order, read as needed."""
+    if is_path(given):
+        return _path_events(source, Path(given))
+    try:
+        events = iter(given)
+    except TypeError:
+        raise InputError(f"input {source!r}: expected a file, a directory or an iterable of (ts, payload) pairs, "
+                         f"got {type(given).__name__}") from None
+    return (check_pair(event, f"input {source!r}, event #{position}") for position, event in enumerate(events))
+
+
+def _path_events(source: str, path: Path):
+    if path.is_dir():
+        read = parquet_file_events if directory_format(source, path) == "parquet" else jsonl_file_events
+        files = event_files(path)
+    else:
+        read, files = jsonl_file_events, [path]
+    for file in files:
+        for _, ts, payload in read(file):
+            yield ts, payload
 
 
 def read_input(source: str, path) -> list:
-    """All events of a JSONL file, or of a directory's event files in name order."""
-    path = Path(path)
-    if not path.is_dir():
-        return read_events(path)
-    fmt = directory_format(source, path)
-    reader = read_parquet_events if fmt == "parquet" else read_events
-    return [event for file in event_files(path) for event in reader(file)]
+    """All `(ts, payload)` events of a JSONL file, or of a directory's event files in name order."""
+    return list(source_events(source, Path(path)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from flamespark.core.errors import PayloadError
-from flamespark.io.jsonl import replacing, write_jsonl
+from flamespark.io.atomic import replacing
+from flamespark.io.jsonl import write_jsonl
 
 SINK_FORMATS = ("jsonl", "parquet")
 

@@ -22,10 +22,10 @@ from flamespark.cli import add_run_arguments
 from flamespark.cli.arguments import non_negative_float
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_events
 from flamespark.io.inputs import read_input
-from flamespark.io.jsonl import write_atomic
+from flamespark.io.atomic import write_atomic
 from flamespark.tools.loader import load_graph
 from flamespark.runtime.plan import MODES
-from flamespark.result import PERCENTILES
+from flamespark.runtime.metrics import PERCENTILES
 from flamespark.tools.runner import check_inputs
 
 
@@ -196,8 +196,8 @@ ROWS = [
     ("peak buffered items", lambda m: m.get("peak_buffered")),
     ("events/s", lambda m: m.get("events_per_s")),
     ("wall time (s)", lambda m: m.get("wall_s")),
-    ("micro-batches", lambda m: m.get("batches")),
-    ("release delay, mean (micro-batches)", lambda m: m.get("release_delay_batches", {}).get("mean")),
+    ("micro-batches", lambda m: m["engine"].get("batches")),
+    ("release delay, mean (micro-batches)", lambda m: m["engine"].get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
 
 
@@ -245,7 +245,7 @@ def markdown(report: dict) -> str:
 
 def _release_delays(report: dict) -> list:
     """A table of how many outputs each mode released 0, 1, 2, ... micro-batches after their event arrived."""
-    histograms = {mode: report[mode].get("release_delay_batches", {}).get("histogram") for mode in MODES}
+    histograms = {mode: report[mode]["engine"].get("release_delay_batches", {}).get("histogram") for mode in MODES}
     if not all(histograms.values()):
         return []
     delays = sorted({int(delay) for histogram in histograms.values() for delay in histogram})

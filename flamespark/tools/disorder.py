@@ -23,13 +23,13 @@ runnable as ``python -m flamespark.tools.disorder``)::
 
     flamespark disorder IN.jsonl --out OUT.jsonl --percent 30 --stddev-ms 64 --seed 1
 
-This module depends only on the standard library and numpy.
+Input files are read and checked by :mod:`flamespark.io.inputs`, like every
+other event input.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -40,14 +40,15 @@ from typing import Any
 import numpy as np
 
 from flamespark.cli.arguments import non_negative_float, percent
-from flamespark.io.jsonl import replacing
+from flamespark.core.errors import InputError
+from flamespark.io.atomic import replacing
+from flamespark.io.inputs import check_record, jsonl_lines, open_event_file, parse_event_line
 
 __all__ = [
     "DEFAULT_PERCENT",
     "DEFAULT_STDDEV_MS",
     "DEFAULT_SEED",
     "DESCRIPTION",
-    "DisorderInputError",
     "disorder_events",
     "disorder_file",
     "count_inversions",
@@ -60,10 +61,6 @@ __all__ = [
 DEFAULT_PERCENT = 30.0
 DEFAULT_STDDEV_MS = 64.0
 DEFAULT_SEED = 0
-
-
-class DisorderInputError(ValueError):
-    """An input file or event list is malformed; the message says where."""
 
 
 # --------------------------------------------------------------------------
@@ -87,8 +84,10 @@ def _check_stddev(stddev_ms: float) -> float:
     return float(stddev_ms)
 
 
-def _is_int_ts(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _check_sorted(ts: int, previous: int | None, where: str) -> None:
+    if previous is not None and ts < previous:
+        raise InputError(f"{where}: ts {ts} is smaller than the previous event's ts {previous}; "
+                         "the input must be sorted by ts")
 
 
 # --------------------------------------------------------------------------
@@ -134,28 +133,18 @@ def disorder_events(
     arguments give equal results.
 
     Raises ``ValueError`` for percent outside [0, 100], a negative or
-    non-finite stddev, and :class:`DisorderInputError` (a ``ValueError``)
+    non-finite stddev, and :class:`~flamespark.InputError` naming the event
     for an event without an integer ``ts`` or input not sorted by ``ts``.
     """
     percent = _check_percent(percent)
     stddev_ms = _check_stddev(stddev_ms)
     events = list(events)
     ts: list[int] = []
-    previous = None
     for index, event in enumerate(events):
-        if not isinstance(event, Mapping):
-            raise DisorderInputError(
-                f"event {index} is a {type(event).__name__}, not a mapping")
-        value = event.get("ts")
-        if not _is_int_ts(value):
-            raise DisorderInputError(
-                f"event {index} has no integer 'ts' (got {value!r})")
-        if previous is not None and value < previous:
-            raise DisorderInputError(
-                f"event {index} has ts {value} < previous ts {previous}; "
-                "input events must be sorted by ts")
+        where = f"event {index}"
+        value, _ = check_record(event, where)
+        _check_sorted(value, ts[-1] if ts else None, where)
         ts.append(value)
-        previous = value
     order, _ = _arrival_order(ts, percent, stddev_ms, seed)
     return [events[i] for i in order]
 
@@ -209,77 +198,25 @@ def count_runs(ts: Sequence[int]) -> int:
 # Files
 # --------------------------------------------------------------------------
 
-def _read_jsonl(path: Path) -> tuple[list[bytes], list[int]]:
-    """Read and validate a JSONL event file; return raw lines and their ts."""
-    name = str(path)
-    lines: list[bytes] = []
+def _read_lines(path: Path) -> tuple[list[str], list[int]]:
+    """The event lines of a JSONL file sorted by ts, and their ts; checked by the shared input reader."""
+    lines: list[str] = []
     stamps: list[int] = []
-    previous: int | None = None
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise DisorderInputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise DisorderInputError(f"{name} is a directory, not a JSONL file") from None
-    except OSError as exc:
-        raise DisorderInputError(
-            f"{name}: cannot open ({exc.strerror or exc})") from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = raw.rstrip(b"\r\n")
-            if not line.strip():
-                continue  # blank lines (e.g. a trailing one) are ignored
-            where = f"{name}:{lineno}"
-            try:
-                text = line.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError:
-                raise DisorderInputError(
-                    f"{where}: line is not valid UTF-8") from None
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DisorderInputError(
-                    f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
-                ) from None
-            if not isinstance(obj, dict):
-                raise DisorderInputError(
-                    f"{where}: expected a JSON object, got "
-                    f"{_json_type(obj)}")
-            if "ts" not in obj:
-                raise DisorderInputError(
-                    f"{where}: event has no \"ts\" field")
-            value = obj["ts"]
-            if not _is_int_ts(value):
-                raise DisorderInputError(
-                    f"{where}: \"ts\" must be an integer, got "
-                    f"{json.dumps(value)[:40]}")
-            if previous is not None and value < previous:
-                raise DisorderInputError(
-                    f"{where}: ts {value} is smaller than the previous "
-                    f"event's ts {previous}; the input must be sorted by ts")
-            previous = value
-            lines.append(text.encode("utf-8") if lineno == 1 else line)
-            stamps.append(value)
+    with open_event_file(path) as handle:
+        for number, text in jsonl_lines(handle, str(path)):
+            where = f"{path}:{number}"
+            ts, _ = parse_event_line(text, where)
+            _check_sorted(ts, stamps[-1] if stamps else None, where)
+            lines.append(text)
+            stamps.append(ts)
     return lines, stamps
 
 
-def _json_type(obj: Any) -> str:
-    if isinstance(obj, list):
-        return "an array"
-    if isinstance(obj, str):
-        return "a string"
-    if isinstance(obj, bool):
-        return "a boolean"
-    if obj is None:
-        return "null"
-    return "a number"
-
-
-def _write_atomically(out_path: Path, lines: list[bytes], order: np.ndarray) -> None:
-    with replacing(out_path) as temporary, open(temporary, "wb") as fh:
+def _write_lines(out_path: Path, lines: list[str], order: np.ndarray) -> None:
+    with replacing(out_path) as temporary, open(temporary, "w", encoding="utf-8", newline="\n") as fh:
         for i in order:
             fh.write(lines[i])
-            fh.write(b"\n")
+            fh.write("\n")
 
 
 def disorder_file(
@@ -292,11 +229,11 @@ def disorder_file(
     """Apply :func:`disorder_events` to a JSONL file of events.
 
     Every non-blank line of *in_path* must be a JSON object with an integer
-    ``"ts"``, sorted by ``ts``; otherwise :class:`DisorderInputError` is
+    ``"ts"``, sorted by ``ts``; otherwise :class:`~flamespark.InputError` is
     raised with ``FILE:LINE`` in its message and nothing is written.  Lines
-    are copied byte for byte, only their order changes, and the output is
-    written to a temporary file next to *out_path* that is renamed into
-    place at the end.  The same seed and timestamps give the same order as
+    are copied byte for byte (less a UTF-8 byte order mark and line ends),
+    only their order changes, and the output is written to a temporary file
+    next to *out_path* that is renamed into place at the end.  The same seed and timestamps give the same order as
     :func:`disorder_events`.
 
     Returns a summary: ``events``, ``delayed``, ``max_delay_ms``,
@@ -307,9 +244,9 @@ def disorder_file(
     stddev_ms = _check_stddev(stddev_ms)
     src = Path(in_path)
     dst = Path(out_path)
-    lines, stamps = _read_jsonl(src)
+    lines, stamps = _read_lines(src)
     order, delays = _arrival_order(stamps, percent, stddev_ms, seed)
-    _write_atomically(dst, lines, order)
+    _write_lines(dst, lines, order)
     delayed = math.floor(len(stamps) * percent / 100.0 + 0.5)
     delayed = min(len(stamps), delayed)
     out_ts = [stamps[i] for i in order]
@@ -378,7 +315,7 @@ def disorder_command(args: argparse.Namespace) -> int:
     try:
         summary = disorder_file(args.input, args.out, args.percent,
                                 args.stddev_ms, args.seed)
-    except ValueError as exc:  # includes DisorderInputError
+    except (ValueError, InputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

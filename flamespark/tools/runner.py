@@ -8,7 +8,8 @@ from flamespark.api import run_with_options
 from flamespark.io.checkpoint import claim, file_digest
 from flamespark.core.errors import InputError
 from flamespark.io.inputs import read_input
-from flamespark.io.jsonl import write_atomic, write_jsonl
+from flamespark.io.atomic import write_atomic
+from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.loader import load_graph
 from flamespark.io.sinks import write_values
 from flamespark.runtime.options import RunOptions

@@ -1,5 +1,4 @@
 """The driver side of a Spark run: per-batch output files, progress, and the final Result."""
-import os
 import sys
 import time
 from datetime import datetime
@@ -8,10 +7,12 @@ from pathlib import Path
 import msgpack
 
 from flamespark.core.codec import unpack
-from flamespark.engines.spark.rows import LATE, METRIC, OUT
 from flamespark.core.items import Meta
-from flamespark.result import Result, latency_summary, replay_ratio
+from flamespark.engines.spark.rows import LATE, METRIC, OUT
+from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
+from flamespark.result import Result
+from flamespark.runtime.metrics import run_metrics
 
 
 class BatchCollector:
@@ -20,7 +21,7 @@ class BatchCollector:
     With `output`, the batch's releases also go to `output/<sink>/batch-<id>.<format>`
     and its dead letters to `output/late/batch-<id>.jsonl`, as soon as the batch ends.
     A batch replayed after a restart rewrites the same files, so outputs are
-    neither lost nor duplicated. Writes go through a temporary file and a rename.
+    neither lost nor duplicated. Every file is written atomically.
     """
 
     def __init__(self, directory, sinks, progress: bool = False, output=None, output_format="jsonl"):
@@ -46,10 +47,7 @@ class BatchCollector:
         }
         if self.output is not None:
             self._write_output(part)
-        path = self.directory / f"batch-{batch_id:08d}.msgpack"
-        temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(msgpack.packb(part))
-        os.replace(temporary, path)
+        write_atomic(self.directory / f"batch-{batch_id:08d}.msgpack", msgpack.packb(part))
         if self.progress:
             self._show(part)
 
@@ -119,7 +117,7 @@ def release_delays(parts, progress, paced: bool) -> list:
 
 
 def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
-    """The run's Result from its batch files, with the same metrics as the local engine."""
+    """The run's Result from its batch files; metrics["engine"] has the micro-batches and release delays."""
     outputs = {sink: [] for sink in sinks}
     latencies = []
     for part in parts:
@@ -133,27 +131,26 @@ def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
     held_per_batch = [
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
-    arrived = sum(m["arrived"] for m in barrier)
-    released = sum(m["released"] for m in barrier)
-    events = sum(m["events"] for m in ingest)
     delays = release_delays(parts, progress, paced)
-    metrics = {
-        "events": events,
-        "arrived_at_barrier": arrived,
-        "tombstones": sum(m["tombstones"] for m in barrier),
-        "released": released,
-        "replay_ratio": replay_ratio(arrived, released),
-        "late_dropped": sum(m["late_dropped"] for m in ingest),
-        "late_adjusted": sum(m["late_adjusted"] for m in ingest),
-        "peak_buffered": max(held_per_batch, default=0),
-        "batches": len(parts),
-        "wall_s": wall_s,
-        "events_per_s": events / wall_s if wall_s > 0 else None,
-        "release_delay_batches": {
-            "mean": sum(delays) / len(delays) if delays else None,
-            "max": max(delays, default=None),
-            "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
+    metrics = run_metrics(
+        events=sum(m["events"] for m in ingest),
+        arrived=sum(m["arrived"] for m in barrier),
+        tombstones=sum(m["tombstones"] for m in barrier),
+        released=sum(m["released"] for m in barrier),
+        late_dropped=sum(m["late_dropped"] for m in ingest),
+        late_adjusted=sum(m["late_adjusted"] for m in ingest),
+        peak_buffered=max(held_per_batch, default=0),
+        wall_s=wall_s,
+        latencies_ms=latencies,
+        rounds=len(parts),
+        engine={
+            "name": "spark",
+            "batches": len(parts),
+            "release_delay_batches": {
+                "mean": sum(delays) / len(delays) if delays else None,
+                "max": max(delays, default=None),
+                "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
+            },
         },
-        "latency_ms": latency_summary(latencies, wall_s, events, len(parts)),
-    }
+    )
     return Result(outputs, late, metrics)

@@ -1,11 +1,14 @@
 """Directory inputs: Spark's file source over JSONL or Parquet files, turned into event rows.
 
-Each source reads one directory. JSONL files (`*.jsonl`) are read whole, so
-an error can name the file and line; Parquet files (`*.parquet`) are read with
-the schema of the files present when the query starts. Spark's checkpoint
+Each source reads one directory. JSONL files (`*.jsonl`) are read whole, as
+bytes, and split into events by the same reader as every other input, so an
+error names the file and line; Parquet files (`*.parquet`) are read with the
+schema of the files present when the query starts, and each row is checked
+like any other event object. Spark's checkpoint
 records which files a query has read, so a restart neither rereads nor skips
 one.
 """
+import io
 import time
 from pathlib import Path
 
@@ -15,17 +18,20 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
 from flamespark.core.errors import InputError
-from flamespark.io.events import check_event_time
-from flamespark.io.inputs import event_files
 from flamespark.core.items import Meta, encode
-from flamespark.io.jsonl import parse_event_line
+from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
+from flamespark.io.inputs import check_record, event_files, jsonl_events
 
 _ARROW_SCHEMA = pa.schema([
     ("kind", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("ts", pa.int64()),
     ("meta", pa.binary()), ("payload", pa.binary()), ("tombstone", pa.bool_()), ("arrival", pa.float64()),
     ("seq", pa.int64()),
+])
+
+_BINARY_FILE_SCHEMA = T.StructType([
+    T.StructField("path", T.StringType()), T.StructField("modificationTime", T.TimestampType()),
+    T.StructField("length", T.LongType()), T.StructField("content", T.BinaryType()),
 ])
 
 
@@ -34,8 +40,8 @@ def file_stream(spark, source: str, directory, fmt: str):
     directory = str(Path(directory).resolve())
     if fmt == "jsonl":
         files = (
-            spark.readStream.format("text").option("wholetext", "true").option("pathGlobFilter", "*.jsonl")
-            .load(directory).select(F.col("value"), F.col("_metadata.file_path").alias("file"))
+            spark.readStream.format("binaryFile").schema(_BINARY_FILE_SCHEMA).option("pathGlobFilter", "*.jsonl")
+            .load(directory).select(F.col("content"), F.col("_metadata.file_path").alias("file"))
         )
         return files.mapInArrow(_jsonl_events(source), ROW_SCHEMA)
     schema = _parquet_schema(source, directory)
@@ -59,8 +65,7 @@ def _parquet_schema(source, directory) -> T.StructType:
     return schema
 
 
-def _event_row(source, ts, payload, where, seq, now) -> tuple:
-    ts = check_event_time(ts, where)
+def _event_row(source, ts, payload, seq, now) -> tuple:
     return (EVENT, source, 0, ts, b"", encode(payload, source, Meta(ts, source, 0, ())), False, now, seq)
 
 
@@ -80,11 +85,9 @@ def _jsonl_events(source):
         for batch in batches:
             now = time.time()
             rows = []
-            for text, path in zip(batch.column("value").to_pylist(), batch.column("file").to_pylist()):
-                for number, line in enumerate(text.splitlines(), 1):
-                    if line.strip():
-                        ts, payload = parse_event_line(line, f"{_local(path)}:{number}")
-                        rows.append(_event_row(source, ts, payload, f"{_local(path)}:{number}", number, now))
+            for content, path in zip(batch.column("content").to_pylist(), batch.column("file").to_pylist()):
+                for number, ts, payload in jsonl_events(io.BytesIO(content), _local(path)):
+                    rows.append(_event_row(source, ts, payload, number, now))
             yield _record_batch(rows)
 
     return convert
@@ -97,8 +100,8 @@ def _parquet_events(source):
             rows = []
             for event, path, row in zip(batch.column("event").to_pylist(), batch.column("file").to_pylist(),
                                         batch.column("row").to_pylist()):
-                where = f"{_local(path)}, row {row}"
-                rows.append(_event_row(source, event["ts"], event, where, row, now))
+                ts, payload = check_record(event, f"{_local(path)}, row {row}")
+                rows.append(_event_row(source, ts, payload, row, now))
             yield _record_batch(rows)
 
     return convert

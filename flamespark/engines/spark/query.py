@@ -30,25 +30,15 @@ from flamespark.engines.spark.rows import (
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
 from flamespark.io.checkpoint import claim, file_digest
-from flamespark.core.errors import FlameSparkError, InputError
-from flamespark.io.inputs import count_events, directory_format
-from flamespark.io.events import check_event_time, check_input_names
+from flamespark.core.errors import FlameSparkError
+from flamespark.io.inputs import check_input_names, count_events, directory_format, is_path, source_events
 from flamespark.core.items import Meta, encode
-from flamespark.io.jsonl import read_events
 from flamespark.runtime.options import RunOptions
 
 
-def _encoded_events(source, events):
-    """`(ts, payload bytes)` pairs, checked, from a JSONL path or an iterable of `(ts, payload)`."""
-    if isinstance(events, (str, Path)):
-        events = read_events(events)
-    for position, event in enumerate(events):
-        where = f"input {source!r}, event #{position}"
-        try:
-            ts, payload = event
-        except (TypeError, ValueError):
-            raise InputError(f"{where}: expected a (ts, payload) pair, got {event!r}") from None
-        ts = check_event_time(ts, where)
+def _encoded_events(source, given):
+    """`(ts, payload bytes)` pairs, checked, from a JSONL file or an iterable of `(ts, payload)`."""
+    for ts, payload in source_events(source, given):
         yield ts, encode(payload, source, Meta(ts, source, 0, ()))
 
 
@@ -99,7 +89,7 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     prepared = {}
     for index, source in enumerate(graph.sources):
         given = inputs[source]
-        if isinstance(given, (str, Path)) and Path(given).is_dir():
+        if is_path(given) and Path(given).is_dir():
             fmt = directory_format(source, given)
             count = None if follow else count_events(given, fmt)
             if count != 0:
@@ -236,7 +226,7 @@ def _await(query, timeout, follow=False):
             raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
 
 
-_ERROR_LINE = re.compile(rf"{re.escape(errors.__name__)}\.(\w+): (.*)")
+_ERROR_LINE = re.compile(rf"{re.escape(errors.__name__)}\.(\w+): (.*)")  # how a worker's traceback names our errors
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", re.MULTILINE)
 _TASK_FAILURE = re.compile(r"most recent failure: Lost task [^:]*: (?:[\w$]+\.)*([\w$]+): (.+)")
 _QUERY_PREFIX = re.compile(r"^\[STREAM_FAILED\] Query .*? terminated with exception: ")

@@ -1,7 +1,6 @@
 """Query B: the running count per key as a Spark user writes it when order does not matter."""
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -17,6 +16,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from flamespark.core.codec import pack
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
 from flamespark.engines.spark.rows import EVENT
+from flamespark.io.atomic import write_atomic
 
 BASELINES = ("key", "shard")
 BASELINE_SCHEMA = "key STRING, count LONG, ts LONG"
@@ -93,7 +93,7 @@ def build_baseline(spark, replay_path, max_rows: int | None, baseline: str = "ke
 
 
 class PartWriter:
-    """`foreachBatch` sink like FlameSpark's: one collect, one part file per batch via a rename."""
+    """`foreachBatch` sink like FlameSpark's: one collect, one part file per batch, written atomically."""
 
     def __init__(self, directory):
         self.directory = Path(directory)
@@ -101,11 +101,8 @@ class PartWriter:
 
     def __call__(self, frame, batch_id):
         rows = frame.collect()
-        path = self.directory / f"batch-{batch_id:08d}.msgpack"
-        temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(msgpack.packb({"batch": batch_id, "released_at": time.time(),
-                                             "outputs": [[r.key, r["count"], r.ts] for r in rows]}))
-        os.replace(temporary, path)
+        write_atomic(self.directory / f"batch-{batch_id:08d}.msgpack", msgpack.packb(
+            {"batch": batch_id, "released_at": time.time(), "outputs": [[r.key, r["count"], r.ts] for r in rows]}))
 
     def outputs(self) -> int:
         return sum(len(msgpack.unpackb(p.read_bytes())["outputs"]) for p in self.directory.glob("batch-*.msgpack"))

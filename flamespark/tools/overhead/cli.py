@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from flamespark.cli.arguments import non_negative_float, percent, positive_int
-from flamespark.io.jsonl import write_atomic
+from flamespark.io.atomic import write_atomic
 from flamespark.tools.overhead.baseline import BASELINES
 from flamespark.tools.overhead.benchmark import say, benchmark
 from flamespark.tools.overhead.report import table

@@ -69,6 +69,6 @@ def run_flamespark(spark, events_path, events: int, max_rows: int, reorder_laten
         "replay_ratio": metrics["replay_ratio"],
         "tombstones": metrics["tombstones"],
         "peak_buffered": metrics["peak_buffered"],
-        "batches": metrics["batches"],
+        "batches": metrics["engine"]["batches"],
         "progress": progress,
     }

@@ -7,6 +7,39 @@ from flamespark.core.errors import InternalError
 from flamespark.core.items import Item, Meta
 
 
+class BarrierState:
+    """What a barrier holds: its `(sink, item)` entries sorted by event time, its horizon and counters.
+
+    `dump()` gives msgpack-able lists without changing the state, and
+    `load()` inverts it, for engines that keep the barrier in a state store.
+    """
+
+    __slots__ = ("held", "horizon", "arrived", "tombstones", "released")
+
+    def __init__(self):
+        self.held = ImpatienceSorter()
+        self.horizon = -math.inf
+        self.arrived = 0
+        self.tombstones = 0
+        self.released = 0
+
+    def dump(self) -> list:
+        held = [
+            [sink, item.meta.dump(), item.data, item.tombstone, item.arrival]
+            for _, (sink, item) in self.held.snapshot()
+        ]
+        return [self.horizon, self.arrived, self.tombstones, self.released, held]
+
+    @classmethod
+    def load(cls, dumped) -> "BarrierState":
+        state = cls()
+        state.horizon, state.arrived, state.tombstones, state.released, held = dumped
+        for sink, meta, data, tombstone, arrival in held:
+            meta = Meta.load(meta)
+            state.held.push(meta.ts, (sink, Item(meta, None, data, tombstone, arrival)))
+        return state
+
+
 class Barrier:
     """Holds sink items and tombstones until a punctuation proves them final.
 
@@ -15,39 +48,57 @@ class Barrier:
     surviving item with `ts <= T` as `(sink, item)` pairs; engines release the
     decoded `item.data`, exactly what was encoded when the item was made. A
     tombstone left without its item is an internal error.
+
+    Everything it holds is in `state`, which the engine hands it (a new one
+    by default); `horizon` and the counters read from it.
     """
 
-    def __init__(self):
-        self._sorter = ImpatienceSorter()
-        self.horizon = float("-inf")
-        self.arrived = 0
-        self.tombstones = 0
-        self.released = 0
+    def __init__(self, state: BarrierState | None = None):
+        self.state = BarrierState() if state is None else state
+
+    @property
+    def horizon(self):
+        return self.state.horizon
+
+    @property
+    def arrived(self) -> int:
+        return self.state.arrived
+
+    @property
+    def tombstones(self) -> int:
+        return self.state.tombstones
+
+    @property
+    def released(self) -> int:
+        return self.state.released
 
     def __len__(self):
-        return len(self._sorter)
+        return len(self.state.held)
 
     def earliest(self):
         """The smallest event time held, or None."""
-        return self._sorter.min_ts if len(self._sorter) else None
+        held = self.state.held
+        return held.min_ts if len(held) else None
 
     def push(self, sink: str, item):
-        if item.meta.ts <= self.horizon:
+        state = self.state
+        if item.meta.ts <= state.horizon:
             kind = "tombstone" if item.tombstone else "item"
             raise InternalError(
                 f"internal error: a {kind} for sink {sink!r} from {item.meta.describe()} reached the "
-                f"barrier after punctuation {self.horizon} had released its time"
+                f"barrier after punctuation {state.horizon} had released its time"
             )
-        self.arrived += 1
-        self.tombstones += item.tombstone
-        self._sorter.push(item.meta.ts, (sink, item))
+        state.arrived += 1
+        state.tombstones += item.tombstone
+        state.held.push(item.meta.ts, (sink, item))
 
     def punctuate(self, time) -> list:
-        if time <= self.horizon:
+        state = self.state
+        if time <= state.horizon:
             return []
-        self.horizon = time
+        state.horizon = time
         tally = {}
-        for sink, item in self._sorter.flush(time):
+        for sink, item in state.held.flush(time):
             identity = (item.meta, item.data, sink)
             entry = tally.get(identity)
             if entry is None:
@@ -66,26 +117,8 @@ class Barrier:
                     f"never met their item (payload {unpack(data)!r})"
                 )
             released.extend([(sink, item)] * count)
-        self.released += len(released)
+        state.released += len(released)
         return released
-
-
-    def dump(self) -> list:
-        """The barrier as msgpack-able lists, for engines that keep it in a state store."""
-        entries = self._sorter.flush(math.inf)
-        for sink, item in entries:
-            self._sorter.push(item.meta.ts, (sink, item))
-        held = [[sink, item.meta.dump(), item.data, item.tombstone, item.arrival] for sink, item in entries]
-        return [self.horizon, self.arrived, self.tombstones, self.released, held]
-
-    @classmethod
-    def load(cls, dumped) -> "Barrier":
-        barrier = cls()
-        barrier.horizon, barrier.arrived, barrier.tombstones, barrier.released, held = dumped
-        for sink, meta, data, tombstone, arrival in held:
-            meta = Meta.load(meta)
-            barrier._sorter.push(meta.ts, (sink, Item(meta, None, data, tombstone, arrival)))
-        return barrier
 
 
 def _order(entry):

@@ -202,6 +202,14 @@ class ImpatienceSorter:
         """Number of sorted runs held."""
         return len(self._heads)
 
+    def snapshot(self):
+        """The buffered ``(ts, value)`` pairs in ``ts`` order, as ``flush`` would give them; nothing is removed."""
+        pairs = []
+        for keys, vals, s in zip(reversed(self._keys), reversed(self._vals), reversed(self._start)):
+            pairs += zip(keys[s:], vals[s:])  # oldest run first, so ties stay in push order
+        pairs.sort(key=lambda pair: pair[0])
+        return pairs
+
 
 def _sort_merge(kcuts, vcuts):
     """Stable merge of sorted runs given oldest first; returns the values.

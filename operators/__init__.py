@@ -1,19 +1,25 @@
 """Engine-agnostic operators: items in, items and tombstones out.
 
-Every operator has `process(item) -> list[Item]` and `punctuate(T) -> list[Item]`.
+A stateless operator has `process(item) -> list[Item]`. A boundary operator
+(keyed, or the baseline's buffer) is handed its state on every call:
+`process(item, state)` and `punctuate(T, state)`; the engine keeps the state
+(`new_state()`, or its own implementation of `operators.store.KeyedState`).
 Engines only move items between operators; none re-implements their logic.
 """
 from operators.buffer_sort import BufferSort
 from operators.grouping import Bucket, WindowedGrouping
 from operators.stateful import StatefulLoop
 from operators.stateless import BranchOperator, FilterOperator, FlatMapOperator, MapOperator
+from operators.store import DictState, KeyedState
 
 __all__ = [
     "BranchOperator",
     "Bucket",
     "BufferSort",
+    "DictState",
     "FilterOperator",
     "FlatMapOperator",
+    "KeyedState",
     "MapOperator",
     "StatefulLoop",
     "WindowedGrouping",

@@ -12,7 +12,7 @@ def _short(payload) -> str:
 
 
 class Operator:
-    """Base of all operators. Stateless by default: punctuations pass through."""
+    """Base of all operators; a stateless one has `process(item) -> list[Item]` and runs inline."""
 
     kind = "operator"
     # Engines route items across a boundary operator by key; stateless ones run inline.
@@ -23,10 +23,6 @@ class Operator:
 
     def process(self, item) -> list:
         raise NotImplementedError
-
-    def punctuate(self, time) -> list:
-        """React to punctuation `time`; returns items released by it (none by default)."""
-        return []
 
     def call(self, role: str, fn, item, *args):
         """Call user function `fn`; an exception becomes a UserFunctionError naming operator and event."""
@@ -39,6 +35,27 @@ class Operator:
                 f"{role} function of {self.kind} operator {self.name!r} raised "
                 f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
             ) from exc
+
+
+class BoundaryOperator(Operator):
+    """An operator with state, which its engine keeps and hands it on every call.
+
+    The operator object itself holds only its parameters, so one plan serves
+    any number of states (one per run, or one per shard and batch).
+    """
+
+    boundary = True
+
+    def new_state(self):
+        """An empty in-memory state for this operator."""
+        raise NotImplementedError
+
+    def process(self, item, state) -> list:
+        raise NotImplementedError
+
+    def punctuate(self, time, state) -> list:
+        """Apply punctuation `time`; returns the items it releases."""
+        raise NotImplementedError
 
 
 def cancel_pairs(items: list) -> list:

@@ -29,8 +29,10 @@ class Bucket:
         self._items = {}
         self._counts = {}
 
-    def __len__(self):
-        return len(self._order)
+    @property
+    def empty(self) -> bool:
+        """Whether the bucket holds nothing: no item, and no tombstone waiting for its item."""
+        return not self._counts
 
     def items(self) -> list:
         """The visible items in meta order."""

@@ -1,27 +1,25 @@
 """Buffer-and-sort: the baseline's reorder buffer in front of an order-sensitive operator."""
 from barrier.impatience import ImpatienceSorter
-from operators.base import Operator
+from operators.base import BoundaryOperator
 
 
-class BufferSort(Operator):
-    """Holds items until a punctuation covers them, then releases them in meta order."""
+class BufferSort(BoundaryOperator):
+    """Holds items until a punctuation covers them, then releases them in meta order.
+
+    Its state is the sorter holding the items.
+    """
 
     kind = "buffer"
-    boundary = True
 
-    def __init__(self, name):
-        super().__init__(name)
-        self._sorter = ImpatienceSorter()
+    def new_state(self) -> ImpatienceSorter:
+        return ImpatienceSorter()
 
-    def __len__(self):
-        return len(self._sorter)
-
-    def process(self, item):
-        self._sorter.push(item.meta.ts, item)
+    def process(self, item, state):
+        state.push(item.meta.ts, item)
         return []
 
-    def punctuate(self, time):
-        released = self._sorter.flush(time)
+    def punctuate(self, time, state):
+        released = state.flush(time)
         released.sort(key=_identity)
         return released
 

@@ -20,8 +20,8 @@ class WindowedGrouping(KeyedOperator):
     def __init__(self, name, key, window):
         super().__init__(name, key, window)
 
-    def process(self, item):
-        return [window_item(window, tombstone) for tombstone, window in self.bucket_for(item).add(item)]
+    def apply(self, bucket, item):
+        return [window_item(window, tombstone) for tombstone, window in bucket.add(item)]
 
 
 def window_item(window, tombstone) -> Item:

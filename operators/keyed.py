@@ -1,23 +1,19 @@
 """Keyed operators keep one bucket per key and forget what no punctuation can change."""
-from flamespark.core.errors import FlameSparkError
+from flamespark.core.errors import InternalError
 from flamespark.core.items import encode
-from operators.base import Operator
+from operators.base import BoundaryOperator
 from operators.bucket import Bucket
+from operators.store import DictState
 
 
-class KeyedOperator(Operator):
-    """Routes items to per-key buckets (keyed by the key's msgpack encoding).
-
-    An engine that keeps buckets in a state store sets `load_bucket(key_data)`
-    to fetch the buckets not yet in `buckets`.
+class KeyedOperator(BoundaryOperator):
+    """Routes items to per-key buckets, which live in the `KeyedState` it is handed.
 
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
     `window - 1`, which later windows may still need. Buckets are collected when
-    next touched, and all of them in a sweep once per `len(buckets)`
-    punctuations, so the cost per punctuation stays constant.
+    next touched, and all held ones in a sweep when the state says one is due.
+    Subclasses implement `apply(bucket, item)`.
     """
-
-    boundary = True
 
     def __init__(self, name, key, window):
         super().__init__(name)
@@ -25,47 +21,49 @@ class KeyedOperator(Operator):
             raise TypeError(f"key of operator {name!r} must be callable")
         self.key = key
         self.window = window
-        self.buckets: dict[bytes, Bucket] = {}
-        self.horizon = float("-inf")
-        self.load_bucket = None
-        self._since_sweep = 0
+
+    def new_state(self) -> DictState:
+        return DictState()
 
     def key_of(self, item) -> bytes:
         """The msgpack encoding of the item's key."""
         return encode(self.call("key", self.key, item, item.payload), self.name, item.meta)
 
-    def bucket_for(self, item) -> Bucket:
+    def process(self, item, state):
         key_data = self.key_of(item)
-        bucket = self.buckets.get(key_data)
-        if bucket is None and self.load_bucket is not None:
-            bucket = self.load_bucket(key_data)
-            if bucket is not None:
-                self.buckets[key_data] = bucket
+        bucket = state.get(key_data)
         if bucket is None:
-            bucket = self.buckets[key_data] = Bucket(self.window)
-        elif bucket.horizon < self.horizon:
-            self._collect(bucket)
-        return bucket
+            bucket = Bucket(self.window)
+        elif bucket.horizon < state.horizon:
+            self._collect(bucket, state.horizon)
+        out = self.apply(bucket, item)
+        self._store(state, key_data, bucket)
+        return out
 
-    def punctuate(self, time):
-        self.horizon = time
-        self._since_sweep += 1
-        if self._since_sweep >= len(self.buckets):
-            self._since_sweep = 0
-            for key_data, bucket in list(self.buckets.items()):
-                self._collect(bucket)
-                if not bucket:
-                    del self.buckets[key_data]
+    def apply(self, bucket, item) -> list:
+        """Add `item` to its key's `bucket`; returns the items that change makes."""
+        raise NotImplementedError
+
+    def punctuate(self, time, state):
+        state.horizon = time
+        if state.sweep_due():
+            for key_data in state.held():
+                bucket = state.get(key_data)
+                self._collect(bucket, time)
+                self._store(state, key_data, bucket)
         return []
 
-    def _collect(self, bucket):
-        orphans = bucket.collect(self.horizon)
-        if orphans:
-            raise FlameSparkError(
-                f"internal error: operator {self.name!r} holds {orphans} tombstone(s) below "
-                f"punctuation {self.horizon} whose items never arrived"
-            )
+    @staticmethod
+    def _store(state, key_data, bucket):
+        if bucket.empty:
+            state.delete(key_data)
+        else:
+            state.put(key_data, bucket)
 
-    def buffered(self) -> int:
-        """Items held in all buckets."""
-        return sum(len(bucket) for bucket in self.buckets.values())
+    def _collect(self, bucket, horizon):
+        orphans = bucket.collect(horizon)
+        if orphans:
+            raise InternalError(
+                f"internal error: operator {self.name!r} holds {orphans} tombstone(s) below "
+                f"punctuation {horizon} whose items never arrived"
+            )

@@ -26,8 +26,7 @@ class StatefulLoop(KeyedOperator):
             raise TypeError(f"update of operator {name!r} must be callable")
         self.update = update
 
-    def process(self, item):
-        bucket = self.bucket_for(item)
+    def apply(self, bucket, item):
         outputs = []
         if not item.tombstone and bucket.takes_at_end(item):
             # In order (the common case): the window is (last state, item) or (item,), and the new

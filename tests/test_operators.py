@@ -23,34 +23,38 @@ def tombstone_of(original):
 def test_paper_grouping_example():
     """§V-B: parity keys, window 3."""
     grouping = WindowedGrouping("parity", key=lambda v: v % 2, window=3)
-    out = [o.payload for v in range(1, 9) for o in grouping.process(item(v, v))]
+    state = grouping.new_state()
+    out = [o.payload for v in range(1, 9) for o in grouping.process(item(v, v), state)]
     assert out == [(1,), (2,), (1, 3), (2, 4), (1, 3, 5), (2, 4, 6), (3, 5, 7), (4, 6, 8)]
 
 
 def test_out_of_order_insert_retracts_then_emits():
     """Algorithm 2: tombstones for invalidated windows first, then the new ones."""
     grouping = WindowedGrouping("g", key=lambda v: 0, window=2)
+    state = grouping.new_state()
     for v in (1, 3, 4):
-        grouping.process(item(v, v))
-    out = [(o.tombstone, o.payload) for o in grouping.process(item(2, 2))]
+        grouping.process(item(v, v), state)
+    out = [(o.tombstone, o.payload) for o in grouping.process(item(2, 2), state)]
     assert out == [(True, (1, 3)), (False, (1, 2)), (False, (2, 3))]
 
 
 def test_tombstone_removes_and_collapses():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=2)
+    state = grouping.new_state()
     items = [item(v, v) for v in (1, 2, 3)]
     for i in items:
-        grouping.process(i)
-    out = [(o.tombstone, o.payload) for o in grouping.process(tombstone_of(items[1]))]
+        grouping.process(i, state)
+    out = [(o.tombstone, o.payload) for o in grouping.process(tombstone_of(items[1]), state)]
     assert out == [(True, (1, 2)), (True, (2, 3)), (False, (1, 3))]
 
 
 def test_tombstone_before_its_item_cancels_silently():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=2)
+    state = grouping.new_state()
     late = item(5, 5)
-    assert grouping.process(tombstone_of(late)) == []
-    assert grouping.process(late) == []
-    assert [o.payload for o in grouping.process(item(6, 6))] == [(6,)]
+    assert grouping.process(tombstone_of(late), state) == []
+    assert grouping.process(late, state) == []
+    assert [o.payload for o in grouping.process(item(6, 6), state)] == [(6,)]
 
 
 def window_changes(bucket, adds):
@@ -100,9 +104,10 @@ def test_stateful_loop_result_does_not_depend_on_arrival_order(times, transient,
     adds = inputs + [tombstone_of(i) for i in cancelled]
     order.shuffle(adds)
     loop = StatefulLoop("sum", key=lambda v: 0, update=running_sum)
+    state = loop.new_state()
     net = Counter()
     for added in adds:
-        for out in loop.process(added):
+        for out in loop.process(added, state):
             net[out.identity] += -1 if out.tombstone else 1
     survivors = sorted((i for i in inputs if i not in cancelled), key=lambda i: i.identity)
     total, expected = 0, Counter()
@@ -114,11 +119,12 @@ def test_stateful_loop_result_does_not_depend_on_arrival_order(times, transient,
 
 def test_grouping_forgets_what_punctuation_settles():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
+    state = grouping.new_state()
     for v in range(10):
-        grouping.process(item(v, v))
-    grouping.punctuate(6)
-    grouping.process(item(20, 20))
-    assert [i.payload for i in grouping.buckets[pack(0)].items()] == [5, 6, 7, 8, 9, 20]
+        grouping.process(item(v, v), state)
+    grouping.punctuate(6, state)
+    grouping.process(item(20, 20), state)
+    assert [i.payload for i in state.get(pack(0)).items()] == [5, 6, 7, 8, 9, 20]
 
 
 def test_flat_map_orders_outputs_by_emission():
@@ -129,10 +135,11 @@ def test_flat_map_orders_outputs_by_emission():
 
 def test_buffer_sort_releases_in_meta_order_on_punctuation():
     buffer = BufferSort("b")
+    state = buffer.new_state()
     for t in (5, 1, 3, 9):
-        assert buffer.process(item(t, t)) == []
-    assert [i.payload for i in buffer.punctuate(5)] == [1, 3, 5]
-    assert len(buffer) == 1
+        assert buffer.process(item(t, t), state) == []
+    assert [i.payload for i in buffer.punctuate(5, state)] == [1, 3, 5]
+    assert len(state) == 1
 
 
 def test_user_function_error_names_operator_and_event():
@@ -157,34 +164,8 @@ def test_unencodable_output_names_operator_and_event():
 )
 def test_bad_update_results_are_explained(update, message):
     with pytest.raises(fs.UserFunctionError, match=message):
-        StatefulLoop("st", key=lambda v: 0, update=update).process(item(1, 1))
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    times=st.lists(st.integers(0, 30), unique=True, max_size=10),
-    cut=st.integers(0, 10),
-    order=st.randoms(use_true_random=False),
-)
-def test_stateful_loop_survives_a_dump_and_load_of_its_buckets(times, cut, order):
-    """What an engine with a state store does between batches must not change the result."""
-    inputs = [item(t, t + 1) for t in times]
-    order.shuffle(inputs)
-    whole = StatefulLoop("sum", key=lambda v: 0, update=running_sum)
-    split = StatefulLoop("sum", key=lambda v: 0, update=running_sum)
-    net_whole, net_split = Counter(), Counter()
-    for i, added in enumerate(inputs):
-        if i == cut:
-            split.buckets = {k: Bucket.load(2, pack_roundtrip(b.dump())) for k, b in split.buckets.items()}
-        for out in whole.process(added):
-            net_whole[out.identity] += -1 if out.tombstone else 1
-        for out in split.process(added):
-            net_split[out.identity] += -1 if out.tombstone else 1
-    assert +net_whole == +net_split and -net_split == Counter()
-
-
-def pack_roundtrip(value):
-    return unpack(pack(value))
+        loop = StatefulLoop("st", key=lambda v: 0, update=update)
+        loop.process(item(1, 1), loop.new_state())
 
 
 def test_cancel_pairs_drops_a_retraction_and_its_identical_remake():

@@ -33,6 +33,7 @@ class LocalRun:
 
     def __init__(self, graph, mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1):
         self.plan = build_plan(graph, mode)
+        self.states = {name: op.new_state() for name, op in self.plan.operators.items() if op.boundary}
         self.sources = graph.sources
         self.progress = SourceProgress(self.sources, reorder_latency, late)
         self.punctuate_every = punctuate_every
@@ -43,7 +44,7 @@ class LocalRun:
         self.events = 0
         self.punctuations = 0
         self.peak_buffered = 0
-        self._buffers = self.plan.buffers()
+        self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
 
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
@@ -80,7 +81,7 @@ class LocalRun:
             if target in plan.sinks:
                 self.barrier.push(plan.sinks[target], item)
                 continue
-            for out in reversed(plan.operators[target].process(item)):
+            for out in reversed(plan.operators[target].process(item, self.states[target])):
                 reached = plan.route(target, out)
                 reached.reverse()
                 pending.extend(reached)
@@ -93,8 +94,8 @@ class LocalRun:
             return
         self.issued = time
         self.punctuations += 1
-        for name, operator in self.plan.operators.items():
-            for item in operator.punctuate(time):
+        for name, state in self.states.items():
+            for item in self.plan.operators[name].punctuate(time, state):
                 self.deliver(name, item)
         self.note_buffered()
         now = clock.perf_counter()

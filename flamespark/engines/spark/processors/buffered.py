@@ -1,6 +1,6 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
 from flamespark.engines.spark.processors.blob import BlobProcessor
-from flamespark.engines.spark.processors.keyed import KeyedStore, apply_in_meta_order, load_barrier, release, split_rows
+from flamespark.engines.spark.processors.keyed import StageState, apply_in_meta_order, load_barrier, release, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
     EVENT_TIME_SHIFT_MS,
@@ -77,14 +77,14 @@ class BufferedStageProcessor(BlobProcessor):
         state["timer"] = None
         ready = [entry for entry in state["buffered"] if entry[1] <= final]
         state["buffered"] = [entry for entry in state["buffered"] if entry[1] > final]
-        store = KeyedStore(self.keyed, state["buckets"], final)
+        stage = StageState(self.keyed, state["buckets"], final)
         items = []
         for target, ts, meta, data, arrival in ready:
             row = _Row(meta, data, arrival)
             items.append((self.buffers[target], row_item(row)))
-        out = apply_in_meta_order(self.topology, items)
-        store.punctuate(final)
-        state["buckets"] = store.save()
+        out = apply_in_meta_order(self.topology, items, stage)
+        stage.punctuate(final)
+        state["buckets"] = stage.save()
         self._arm(state)
         self.save(state)
         if out:
@@ -138,6 +138,6 @@ class BufferedBarrierProcessor(BlobProcessor):
     def _flush(self, shard, state, barrier, timerValues):
         out = release(shard, barrier, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
         keep_one_timer(self.handle, state, barrier.earliest())
-        state["barrier"] = barrier.dump()
+        state["barrier"] = barrier.state.dump()
         self.save(state)
         yield frame(out)

@@ -1,68 +1,97 @@
-"""Running the core's keyed operators on a micro-batch's rows, and releasing from a barrier."""
+"""The core's keyed operators on a micro-batch's rows, over their buckets in the shard's blob; the barrier's release."""
 import time
 
 import msgpack
 
-from barrier.barrier import Barrier
+from barrier.barrier import Barrier, BarrierState
+from flamespark.core.errors import InternalError
 from flamespark.engines.spark.processors.blob import metric_row
 from flamespark.engines.spark.rows import ITEM, OUT, PUNCT, encode_time, item_row
 from operators.bucket import Bucket
+from operators.store import KeyedState
 
 
-class KeyedStore:
-    """The buckets of one stage's keyed operators, kept per operator and key as msgpack blobs.
+class BlobBuckets(KeyedState):
+    """One keyed operator's buckets on one shard for one batch, as msgpack blobs by key in the shard's state.
 
-    Only the buckets a batch touches are decoded, and only they are written back.
+    A bucket is decoded when first asked for; `save` encodes back only the
+    buckets put since. `blobs` is the operator's part of the shard's state.
+    Every bucket held was touched in this batch and is written back anyway,
+    so each punctuation sweeps them all.
     """
+
+    def __init__(self, blobs: dict, window: int, horizon):
+        super().__init__(horizon)
+        self._blobs = blobs
+        self._window = window
+        self._held = {}
+        self._changed = set()
+
+    def get(self, key):
+        bucket = self._held.get(key)
+        if bucket is None:
+            blob = self._blobs.get(key)
+            if blob is not None:
+                bucket = self._held[key] = Bucket.load(self._window, msgpack.unpackb(blob))
+        return bucket
+
+    def put(self, key, bucket):
+        self._held[key] = bucket
+        self._changed.add(key)
+
+    def delete(self, key):
+        self._held.pop(key, None)
+        self._blobs.pop(key, None)
+        self._changed.discard(key)
+
+    def held(self):
+        return list(self._held)
+
+    def sweep_due(self):
+        return True
+
+    def save(self):
+        """Write the changed buckets back into `blobs`."""
+        for key in self._changed:
+            self._blobs[key] = msgpack.packb(self._held[key].dump())
+        self._changed.clear()
+
+
+class StageState:
+    """The states of one stage's keyed operators on one shard, over `stored` (operator -> key -> bucket blob)."""
 
     def __init__(self, operators: dict, stored: dict, horizon):
         self.operators = operators
         self.stored = stored
-        self.touched = {name: set() for name in operators}
-        for name, operator in operators.items():
-            operator.buckets = {}
-            operator.horizon = horizon
-            operator.load_bucket = self._loader(operator, stored.setdefault(name, {}), self.touched[name])
-
-    @staticmethod
-    def _loader(operator, stored, touched):
-        def load(key_data):
-            touched.add(key_data)
-            blob = stored.get(key_data)
-            return None if blob is None else Bucket.load(operator.window, msgpack.unpackb(blob))
-
-        return load
+        self.states = {
+            name: BlobBuckets(stored.setdefault(name, {}), operator.window, horizon)
+            for name, operator in operators.items()
+        }
 
     def punctuate(self, time):
-        for operator in self.operators.values():
-            operator.punctuate(time)
+        for name, operator in self.operators.items():
+            operator.punctuate(time, self.states[name])
 
     def save(self) -> dict:
-        for name, operator in self.operators.items():
-            stored = self.stored[name]
-            for key_data in self.touched[name] | set(operator.buckets):
-                bucket = operator.buckets.get(key_data)
-                if bucket:
-                    stored[key_data] = msgpack.packb(bucket.dump())
-                else:
-                    stored.pop(key_data, None)
+        for state in self.states.values():
+            state.save()
         return self.stored
 
 
-def apply_in_meta_order(topology, items, barrier=None) -> list:
-    """Run `(operator, item)` pairs in meta order; rows for everything their results reach.
+def apply_in_meta_order(topology, items, stage: StageState, barrier=None) -> list:
+    """Run `(operator, item)` pairs in meta order on their states in `stage`; rows for what their results reach.
 
     With a `barrier`, results that reach a sink go into it instead of becoming rows.
     """
     out = []
     for operator, item in sorted(items, key=lambda pair: pair[1].identity):
-        for result in operator.process(item):
+        for result in operator.process(item, stage.states[operator.name]):
             if barrier is None:
                 out.extend(topology.rows_after(operator.name, result))
                 continue
             for target, reached in topology.plan.route(operator.name, result):
                 if target not in topology.plan.sinks:
-                    raise AssertionError(f"the last stage feeds keyed operator {target!r}")
+                    raise InternalError(f"internal error: the last stage feeds keyed operator {target!r}")
                 barrier.push(topology.plan.sinks[target], reached)
     return out
 
@@ -74,7 +103,8 @@ def split_rows(batch, targets):
 
 
 def load_barrier(state) -> Barrier:
-    return Barrier.load(state["barrier"]) if state["barrier"] else Barrier()
+    """The barrier over the state saved in `state["barrier"]` (`barrier.state.dump()`), or a new one."""
+    return Barrier(BarrierState.load(state["barrier"]) if state["barrier"] else None)
 
 
 def release(shard: int, barrier: Barrier, time_now) -> list:

@@ -2,7 +2,7 @@
 import math
 
 from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
-from flamespark.engines.spark.processors.keyed import KeyedStore, apply_in_meta_order, load_barrier, release, split_rows
+from flamespark.engines.spark.processors.keyed import StageState, apply_in_meta_order, load_barrier, release, split_rows
 from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
 
 
@@ -55,7 +55,7 @@ class StageProcessor(BlobProcessor):
         mine, passing = split_rows(batch, targets)
         if len(passing):
             yield passing[COLUMNS]
-        store = KeyedStore(self.operators, state["buckets"], horizons.time)
+        stage = StageState(self.operators, state["buckets"], horizons.time)
         barrier = load_barrier(state) if self.final else None
         items = []
         for row in mine.itertuples(index=False):
@@ -63,14 +63,14 @@ class StageProcessor(BlobProcessor):
                 items.append((self.operators[row.target], row_item(row)))
             else:
                 barrier.push(self.topology.plan.sinks[row.target], row_item(row))
-        out = apply_in_meta_order(self.topology, items, barrier)
+        out = apply_in_meta_order(self.topology, items, stage, barrier)
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
-        store.punctuate(horizons.time)
-        state["buckets"] = store.save()
+        stage.punctuate(horizons.time)
+        state["buckets"] = stage.save()
         state["horizons"] = horizons.dump()
         if self.final:
             out.extend(release(shard, barrier, horizons.time))
-            state["barrier"] = barrier.dump()
+            state["barrier"] = barrier.state.dump()
         elif shard == 0 and advanced:
             out.extend(punctuation_rows(advanced, self.topology.shards))
         self.save(state)

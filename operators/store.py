@@ -1,0 +1,73 @@
+"""Where a keyed operator's state lives: its buckets by key, and the punctuation it has applied.
+
+Engines hand a keyed operator its `KeyedState` on every call. The local
+engine keeps a `DictState` for the whole run; an engine with a state store
+implements `KeyedState` over it, for as long as one batch of one shard lasts.
+"""
+from operators.bucket import Bucket
+
+
+class KeyedState:
+    """One keyed operator's state, as its engine keeps it.
+
+    Buckets are keyed by the msgpack encoding of their key. A bucket the
+    operator got from `get` may be changed in place, but the operator hands
+    every changed bucket back with `put`, or `delete`s it once it holds
+    nothing, so a store that writes to a state store writes only what changed.
+
+    `horizon` is the latest punctuation the operator applied; a bucket last
+    collected at an older one is collected again when next touched.
+    """
+
+    def __init__(self, horizon=float("-inf")):
+        self.horizon = horizon
+
+    def get(self, key: bytes) -> Bucket | None:
+        """The key's bucket, or None if there is none."""
+        raise NotImplementedError
+
+    def put(self, key: bytes, bucket: Bucket):
+        raise NotImplementedError
+
+    def delete(self, key: bytes):
+        raise NotImplementedError
+
+    def held(self) -> list:
+        """The keys whose buckets are in memory: what a sweep collects."""
+        raise NotImplementedError
+
+    def sweep_due(self) -> bool:
+        """Called once per punctuation: whether to collect every held bucket now."""
+        raise NotImplementedError
+
+
+class DictState(KeyedState):
+    """Every bucket in a dict, for the whole run.
+
+    A sweep visits every bucket, so it runs once per as many punctuations as
+    there are buckets: the cost per punctuation stays constant.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._buckets = {}
+        self._since_sweep = 0
+
+    def get(self, key):
+        return self._buckets.get(key)
+
+    def put(self, key, bucket):
+        self._buckets[key] = bucket
+
+    def delete(self, key):
+        self._buckets.pop(key, None)
+
+    def held(self):
+        return list(self._buckets)
+
+    def sweep_due(self):
+        self._since_sweep += 1
+        if self._since_sweep < len(self._buckets):
+            return False
+        self._since_sweep = 0
+        return True

@@ -1,0 +1,200 @@
+"""Operators and the barrier are handed their state: saving and restoring it between calls changes nothing."""
+import math
+from collections import Counter
+
+import msgpack
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from barrier.barrier import Barrier, BarrierState
+from barrier.impatience import ImpatienceSorter
+from flamespark.core.codec import pack
+from flamespark.core.items import Item, Meta
+from operators import DictState, KeyedState, StatefulLoop, WindowedGrouping
+from operators.bucket import Bucket
+from tests.graphs import running_sum_update
+from tests.strategies import disordered, in_order_events
+
+
+class EncodedState(KeyedState):
+    """Keeps no bucket decoded: each is msgpack bytes between calls, as in a per-key state store."""
+
+    def __init__(self, window):
+        super().__init__()
+        self.window = window
+        self.blobs = {}
+
+    def get(self, key):
+        blob = self.blobs.get(key)
+        return None if blob is None else Bucket.load(self.window, msgpack.unpackb(blob))
+
+    def put(self, key, bucket):
+        self.blobs[key] = msgpack.packb(bucket.dump())
+
+    def delete(self, key):
+        self.blobs.pop(key, None)
+
+    def held(self):
+        return list(self.blobs)
+
+    def sweep_due(self):
+        return True
+
+
+def item(ts, payload, tiebreak=0, tombstone=False):
+    return Item(Meta(ts, "s", tiebreak, (0,)), payload, pack(payload), tombstone, float(ts))
+
+
+def tombstone_of(original):
+    return Item(original.meta, original.payload, original.data, True, original.arrival)
+
+
+def run(operator, state, steps) -> list:
+    """Apply `steps` (items, and punctuation times as ints); everything emitted, in order."""
+    out = []
+    for step in steps:
+        if isinstance(step, Item):
+            out += operator.process(step, state)
+        else:
+            out += operator.punctuate(step, state)
+    return [(o.tombstone, o.meta, o.data, o.arrival, o.is_state) for o in out]
+
+
+@st.composite
+def keyed_steps(draw):
+    """Items within a reorder latency, some cancelled right away, each followed by the punctuation it allows.
+
+    Returns the steps and the items that survive them.
+    """
+    latency = draw(st.integers(0, 6))
+    events = draw(in_order_events(st.integers(0, 9), max_size=25))
+    steps, survivors, newest, issued = [], [], -math.inf, -math.inf
+    for position, (ts, value) in enumerate(draw(disordered(events, latency))):
+        added = item(ts, value, tiebreak=position)
+        steps.append(added)
+        if draw(st.booleans()) and draw(st.booleans()):
+            steps.append(tombstone_of(added))
+        else:
+            survivors.append(added)
+        newest = max(newest, ts)
+        if newest - latency - 1 > issued:
+            issued = newest - latency - 1
+            steps.append(issued)
+    return steps + [math.inf], survivors
+
+
+def windows(window):
+    return lambda run: [(last.meta, pack(tuple(i.payload for i in run[max(0, k + 1 - window): k + 1])))
+                        for k, last in enumerate(run)]
+
+
+def running_sums(run):
+    totals = [sum(i.payload for i in run[: k + 1]) for k in range(len(run))]
+    return [(i.meta.child(0), pack(total)) for i, total in zip(run, totals)]
+
+
+# Each operator (key: the payload mod 3), with its outputs for one key's items in meta order.
+OPERATORS = [
+    (lambda: WindowedGrouping("g", key=lambda v: v % 3, window=1), windows(1)),
+    (lambda: WindowedGrouping("g", key=lambda v: v % 3, window=3), windows(3)),
+    (lambda: StatefulLoop("sum", key=lambda v: v % 3, update=running_sum_update), running_sums),
+]
+
+
+def in_order(outputs_of, survivors) -> Counter:
+    expected = Counter()
+    for key in range(3):
+        expected.update(outputs_of(sorted((i for i in survivors if i.payload % 3 == key), key=lambda i: i.identity)))
+    return expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=keyed_steps(), which=st.sampled_from(range(len(OPERATORS))))
+def test_a_state_saved_and_restored_around_every_call_gives_the_same_outputs(case, which):
+    """Every change reaches the state through put/delete, sweeping more often changes no output,
+    and the operator object keeps nothing between runs."""
+    steps, survivors = case
+    build, outputs_of = OPERATORS[which]
+    operator = build()
+    in_memory = run(operator, operator.new_state(), steps)
+    net = Counter()
+    for tombstone, meta, data, _, _ in in_memory:
+        net[(meta, data)] += -1 if tombstone else 1
+    assert +net == in_order(outputs_of, survivors) and -net == Counter()
+    assert run(operator, EncodedState(operator.window), steps) == in_memory
+    assert run(operator, DictState(), steps) == in_memory
+
+
+def test_a_punctuation_deletes_the_buckets_it_empties():
+    grouping = WindowedGrouping("g", key=lambda v: v, window=1)
+    state = grouping.new_state()
+    run(grouping, state, [item(1, "a"), item(2, "b")])
+    assert sorted(state.held()) == [pack("a"), pack("b")]
+    run(grouping, state, [5, 6])
+    assert state.held() == []
+
+
+def test_a_tombstone_waiting_for_its_item_survives_a_sweep():
+    grouping = WindowedGrouping("g", key=lambda v: 0, window=1)
+    state = grouping.new_state()
+    late = item(9, "x")
+    assert run(grouping, state, [tombstone_of(late), 3, 4]) == []
+    assert state.held() == [pack(0)]
+    assert run(grouping, state, [late]) == []
+
+
+def barrier_steps():
+    """Pushes `(sink, ts, payload, tombstone)` and punctuations; `drive` skips entries a punctuation covered."""
+    entry = st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 12), st.integers(0, 3), st.booleans())
+    return st.lists(st.one_of(entry, st.integers(0, 12)), max_size=30)
+
+
+def drive(barrier, steps) -> list:
+    out = []
+    for step in steps:
+        if not isinstance(step, tuple):
+            out += [(sink, i.meta, i.data, i.arrival) for sink, i in barrier.punctuate(step)]
+            continue
+        sink, ts, payload, tombstone = step
+        if ts > barrier.horizon:
+            barrier.push(sink, item(ts, payload))
+            if tombstone:
+                barrier.push(sink, item(ts, payload, tombstone=True))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=barrier_steps(), cut=st.integers(0, 30))
+def test_a_barrier_dumped_and_restored_releases_as_the_one_dumped(steps, cut):
+    whole = Barrier()
+    expected = drive(whole, steps + [math.inf])
+    dumped_one = Barrier()
+    released = drive(dumped_one, steps[:cut])
+    held = len(dumped_one)
+    dumped = dumped_one.state.dump()
+    assert len(dumped_one) == held and dumped_one.state.dump() == dumped
+    restored = Barrier(BarrierState.load(msgpack.unpackb(msgpack.packb(dumped))))
+    assert len(restored) == held
+    assert released + drive(restored, steps[cut:] + [math.inf]) == expected
+    assert released + drive(dumped_one, steps[cut:] + [math.inf]) == expected
+    assert (restored.arrived, restored.tombstones, restored.released) == (
+        whole.arrived, whole.tombstones, whole.released)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.integers(0, 20), max_size=40),
+    cut=st.integers(-1, 20),
+    huffman=st.booleans(),
+)
+def test_sorter_snapshot_is_the_drain_order_and_removes_nothing(keys, cut, huffman):
+    sorter, twin = ImpatienceSorter(huffman), ImpatienceSorter(huffman)
+    for position, key in enumerate(keys):
+        sorter.push(key, position)
+        twin.push(key, position)
+    assert sorter.flush(cut) == twin.flush(cut)
+    snapshot = sorter.snapshot()
+    assert len(sorter) == len(snapshot) == len(twin)
+    assert [value for _, value in snapshot] == twin.flush(math.inf)
+    assert [keys[value] for _, value in snapshot] == [key for key, _ in snapshot]
+    assert [value for _, value in snapshot] == sorter.flush(math.inf)

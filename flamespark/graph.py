@@ -7,9 +7,6 @@ import networkx as nx
 
 from flamespark.core.errors import GraphError
 
-GROUPING_KINDS = ("group_by", "stateful")
-
-
 @dataclass
 class Node:
     """One logical operator: its name, kind, inputs and parameters."""

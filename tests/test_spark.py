@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from flamespark.cli import build_parser, main
+from flamespark.cli import main
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.tools.runner import run_to_directory
 from tests import graphs
@@ -107,12 +107,10 @@ def write_readings(path):
     return path
 
 
-def run_args(events, out, engine):
-    """The arguments of `flamespark run`, parsed by the CLI's own parser."""
-    return build_parser().parse_args([
-        "run", str(REPO / PIPELINE), "--input", f"readings={events}", "--out", str(out), "--engine", engine,
-        "--reorder-latency", str(LATENCY), "--max-rows-per-batch", str(PER_BATCH),
-    ])
+def run_to(out, events, engine):
+    """What `flamespark run` does for the CLI tests below (`cli_command`)."""
+    return run_to_directory(str(REPO / PIPELINE), {"readings": events}, out, engine=engine, reorder_latency=LATENCY,
+                            max_rows_per_batch=PER_BATCH)
 
 
 def read_jsonl(path):
@@ -125,8 +123,8 @@ def readings(spark, tmp_path_factory):
     base = tmp_path_factory.mktemp("readings")
     events = write_readings(base / "events.jsonl")
     spark_out, local_out = base / "spark", base / "local"
-    spark_result = run_to_directory(run_args(events, spark_out, "spark"), mode="optimistic")
-    run_to_directory(run_args(events, local_out, "local"), mode="optimistic")
+    spark_result = run_to(spark_out, events, "spark")
+    run_to(local_out, events, "local")
     return Namespace(events=events, spark=spark_out, local=local_out, metrics=spark_result.metrics)
 
 

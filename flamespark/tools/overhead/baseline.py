@@ -17,8 +17,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from flamespark.core.codec import pack
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
 from flamespark.engines.spark.rows import EVENT
-
-BASELINES = ("key", "shard")
+from flamespark.tools.overhead.settings import BASELINES
 BASELINE_SCHEMA = "key STRING, count LONG, ts LONG"
 
 

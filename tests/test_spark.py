@@ -327,6 +327,38 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     assert f"checkpoint {checkpoint} belongs to a run with a different reorder_latency" in capsys.readouterr().err
 
 
+def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    command = cli_command(readings.events, out, checkpoint)
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "wb") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=log, start_new_session=True)
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while len(list((checkpoint / "parts").glob("batch-*.msgpack"))) < 2:
+                assert process.poll() is None, stderr.read_text()
+                assert time.monotonic() < deadline, "no second micro-batch in time"
+                time.sleep(0.1)
+            assert process.poll() is None, "the run ended before it could be interrupted"
+            # What Ctrl-C on a terminal does: SIGINT to the whole process group (driver, JVM, Python workers).
+            os.killpg(process.pid, signal.SIGINT)
+            assert process.wait(timeout=TIMEOUT) == 130, stderr.read_text()
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    assert stderr.read_text().splitlines() == [
+        f"flamespark: stopped before the end of the input; rerun the same command to resume (checkpoint {checkpoint})"]
+    assert not (out / "metrics.json").exists()
+
+    rerun = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "totals.jsonl").read_text() == (readings.spark / "totals.jsonl").read_text()
+    assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
+    assert json.loads((out / "metrics.json").read_text())["batches"] == readings.metrics["batches"]
+
+
 def test_cli_without_java_says_so_in_one_line(tmp_path):
     env = dict(os.environ, PATH=str(tmp_path / "no-java-here"))
     env.pop("JAVA_HOME", None)

@@ -2,7 +2,11 @@
 
     flamespark bench-sorters [--events N] [--frequencies 10,100,...] [--quick]
 
-or ``print(format_table(run(Settings(events=...)), Settings(events=...)))``.
+or, from Python::
+
+    settings = Settings(events=100_000)
+    print(format_table(run(settings), settings))
+
 Every method sees the same events and punctuations, and its output is
 checked equal to a stable sort of the kept events, so a fast but wrong
 method cannot win.  See ``Settings`` for the workloads and options.
@@ -209,19 +213,13 @@ NO_REPEAT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Settings:
-    """What `run` measures.
+    """What `run` measures: `events` events per workload, a punctuation every F events for each F of
+    `frequencies`, each method of `methods` timed `repeat` times on the `clock` ("cpu" or "wall").
 
-    A punctuation follows every F events (for each F of `frequencies`) with
-    T = (max ts seen) - (reorder latency); events with ts <= the previous T are
-    late and dropped before any sorter sees them.  Workload "synthetic" has
-    timestamps 0..N-1 in arrival order with `percent` % of them moved back by
-    |N(0, stddev)|; "sources" has N events from `sources` in-order sources,
-    each lagging by a fixed random amount below `skew`, taking turns at random
-    in bursts of mean length `burst`.  The reorder latency is the 99.99th
-    percentile of how far events arrive behind the high-watermark.  Each
-    method is timed `repeat` times (the best counts; timings over
-    NO_REPEAT_SECONDS are not repeated) on the `clock`: "cpu" (this process's
-    CPU time, steadier on a busy machine) or "wall".
+    Workload "synthetic" moves `percent` % of the timestamps 0..N-1 back by
+    |N(0, stddev)|; "sources" interleaves `sources` in-order sources lagging
+    by up to `skew`, in bursts of mean length `burst` (see `synthetic`,
+    `interleaved`, `plan`). `seed` seeds numpy.
     """
 
     events: int = 1_000_000

@@ -12,8 +12,8 @@ out-of-order stream.
 With ``--synthetic N`` no dump is needed: N made-up documents whose word
 frequencies follow Zipf's law are generated instead (seeded, reproducible).
 
-This script is standalone on purpose (standard library + numpy only), so it
-can be imported by path from tests and copied elsewhere.
+Besides the standard library it needs numpy (only for ``--synthetic``) and
+flamespark's option types and atomic file writer.
 """
 
 from __future__ import annotations

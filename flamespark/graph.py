@@ -1,4 +1,8 @@
-"""The pipeline DSL: a Graph of Streams, built by chaining operators."""
+"""The pipeline DSL: a Graph of Streams, built by chaining operators.
+
+Every operator's docstring shows it at work on a few events; the examples
+run as tests (tests/test_docs.py).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,9 +10,6 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from flamespark.core.errors import GraphError
-
-GROUPING_KINDS = ("group_by", "stateful")
-
 
 @dataclass
 class Node:
@@ -25,8 +26,18 @@ class Node:
 class Graph:
     """A named pipeline: sources, operators and sinks.
 
-    >>> g = Graph("sums")
-    >>> g.source("numbers").stateful(key=lambda p: p % 2, update=running_sum).sink("out")
+    Build it by chaining operators from a source to a sink, then run it over
+    events `(ts, payload)` in arrival order. Events may arrive up to
+    `reorder_latency` ms late; the outputs are those of an in-order run:
+
+    >>> import flamespark as fs
+    >>> def running_sum(total, n):
+    ...     total = (total or 0) + n
+    ...     return total, [total]
+    >>> g = fs.Graph("sums")
+    >>> g.source("numbers").stateful(key=lambda n: n % 2, update=running_sum).sink("out")
+    >>> fs.run(g, {"numbers": [(1, 1), (3, 3), (2, 2), (4, 4)]}, reorder_latency=5).outputs
+    {'out': [1, 2, 4, 6]}
     """
 
     def __init__(self, name: str):
@@ -35,7 +46,16 @@ class Graph:
         self._counter = 0
 
     def source(self, name: str) -> Stream:
-        """A source of events; `run` takes its input by this name."""
+        """A source of events; `run` takes its input by this name.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("shouts")
+        >>> g.source("words").map(str.upper).sink("loud")
+        >>> g.sources, g.sinks
+        (['words'], ['loud'])
+        >>> fs.run(g, {"words": [(1, "hi"), (2, "there")]}).outputs
+        {'loud': ['HI', 'THERE']}
+        """
         return self._add(Node(name, "source"))
 
     @property
@@ -150,19 +170,51 @@ class Stream:
         return self.graph._add(node)
 
     def map(self, fn, name: str | None = None) -> Stream:
-        """One output payload per payload: `fn(payload) -> payload`."""
+        """One output payload per payload: `fn(payload) -> payload`.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("celsius")
+        >>> g.source("fahrenheit").map(lambda f: round((f - 32) * 5 / 9, 1)).sink("celsius")
+        >>> fs.run(g, {"fahrenheit": [(1, 212), (2, 32), (3, 98.6)]}).outputs["celsius"]
+        [100.0, 0.0, 37.0]
+        """
         return self._then("map", name, fn=_callable(fn, "map", name))
 
     def flat_map(self, fn, name: str | None = None) -> Stream:
-        """Any number of outputs per payload: `fn(payload) -> iterable of payloads`."""
+        """Any number of outputs per payload: `fn(payload) -> iterable of payloads`.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("words")
+        >>> g.source("lines").flat_map(str.split).sink("words")
+        >>> fs.run(g, {"lines": [(1, "to be"), (2, ""), (3, "or not")]}).outputs["words"]
+        ['to', 'be', 'or', 'not']
+        """
         return self._then("flat_map", name, fn=_callable(fn, "flat_map", name))
 
     def filter(self, predicate, name: str | None = None) -> Stream:
-        """Keep the payloads for which `predicate(payload)` is true."""
+        """Keep the payloads for which `predicate(payload)` is true.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("evens")
+        >>> g.source("numbers").filter(lambda n: n % 2 == 0).sink("evens")
+        >>> fs.run(g, {"numbers": [(t, t) for t in range(6)]}).outputs["evens"]
+        [0, 2, 4]
+        """
         return self._then("filter", name, fn=_callable(predicate, "filter", name))
 
     def group_by(self, key, window: int, name: str | None = None) -> Stream:
-        """Per `key(payload)`, emit the tuple of the last `window` payloads on each arrival."""
+        """Per `key(payload)`, emit the tuple of the last `window` payloads on each arrival.
+
+        The windows are those of an in-order run: here 2 arrives after 3,
+        within the reorder latency, and still lands between 1 and 3.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("pairs")
+        >>> g.source("numbers").group_by(key=lambda n: n % 2, window=2).sink("pairs")
+        >>> events = [(1, 1), (3, 3), (2, 2), (5, 5), (4, 4)]
+        >>> fs.run(g, {"numbers": events}, reorder_latency=5).outputs["pairs"]
+        [(1,), (2,), (1, 3), (2, 4), (3, 5)]
+        """
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             where = f" {name!r}" if name else ""
             raise GraphError(f"group_by{where} window must be an integer >= 1, got {window!r}")
@@ -173,13 +225,37 @@ class Stream:
 
         `state` is None for a key's first payload; `outputs` is an iterable of
         payloads. `update` must be deterministic and must not mutate its arguments.
+        A late-arriving payload is applied in its place: here 2 arrives last
+        and the later running sums of its key are corrected.
+
+        >>> import flamespark as fs
+        >>> def running_sum(total, reading):
+        ...     total = (total or 0) + reading["value"]
+        ...     return total, [{"sensor": reading["sensor"], "total": total}]
+        >>> g = fs.Graph("totals")
+        >>> g.source("readings").stateful(key=lambda r: r["sensor"], update=running_sum).sink("totals")
+        >>> events = [(1, {"sensor": "a", "value": 1}), (3, {"sensor": "a", "value": 3}),
+        ...           (2, {"sensor": "a", "value": 2})]
+        >>> for total in fs.run(g, {"readings": events}, reorder_latency=5).outputs["totals"]:
+        ...     print(total)
+        {'sensor': 'a', 'total': 1}
+        {'sensor': 'a', 'total': 3}
+        {'sensor': 'a', 'total': 6}
         """
         return self._then(
             "stateful", name, key=_callable(key, "stateful key", name), fn=_callable(update, "stateful update", name)
         )
 
     def union(self, *others: Stream, name: str | None = None) -> Stream:
-        """Merge this stream with others of the same graph."""
+        """Merge this stream with others of the same graph, in event-time order.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("merged")
+        >>> left, right = g.source("left"), g.source("right")
+        >>> left.union(right).sink("both")
+        >>> fs.run(g, {"left": [(1, "a"), (3, "c")], "right": [(2, "b")]}).outputs["both"]
+        ['a', 'b', 'c']
+        """
         for other in others:
             if not isinstance(other, Stream) or other.graph is not self.graph:
                 raise GraphError("union takes streams of the same graph")
@@ -187,7 +263,14 @@ class Stream:
         return self.graph._add(node)
 
     def sink(self, name: str) -> None:
-        """End the stream in a sink; released outputs appear under this name."""
+        """End the stream in a sink; released outputs appear under this name, in event-time order.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("copy")
+        >>> g.source("events").sink("copy")
+        >>> fs.run(g, {"events": [(2, "y"), (1, "x")]}, reorder_latency=5).outputs
+        {'copy': ['x', 'y']}
+        """
         self._then("sink", name)
 
 

@@ -107,3 +107,12 @@ def test_peak_buffered_counts_the_baseline_sort_buffers():
     buffered = fs.run(g, {"numbers": events}, reorder_latency=30, mode="buffered")
     assert optimistic.metrics["peak_buffered"] == 0
     assert buffered.metrics["peak_buffered"] == 12  # events within 31 ms of the newest, before its punctuation
+
+
+def test_the_barrier_package_hands_on_its_public_names():
+    import barrier
+    from barrier import Barrier as PublicBarrier, ImpatienceSorter
+    from barrier.impatience import ImpatienceSorter as Sorter
+
+    assert PublicBarrier is Barrier and ImpatienceSorter is Sorter
+    assert sorted(barrier.__all__) == ["Barrier", "ImpatienceSorter"]

@@ -5,10 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from flamespark.tools.bench import _sweep_arg
+import flamespark as fs
+from examples.inverted_index import graph as inverted_index
 from flamespark.cli import main
-from flamespark.tools.disorder import disorder_events
+from flamespark.cli.bench import sweep_points
 from flamespark.io.jsonl import write_jsonl
+from flamespark.tools.bench import bench as run_bench
+from flamespark.tools.disorder import disorder_events
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = f"{ROOT / 'examples' / 'inverted_index.py'}:graph"
@@ -41,7 +44,7 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert {"report.json", "report.md", "latency.png"} <= {p.name for p in out.iterdir()}
     assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["outputs_equal"] is True
-    assert report["engine"] == "local" and report["reorder_latency"] == 200
+    assert report["engine"] == "local" and report["reorder_latency"] == 200 and report["pipeline"] == PIPELINE
     assert set(report["machine"]) == {"cores", "python", "platform"}
     assert report["input"]["events"] == 30 and report["input"]["late"] == 1
     assert report["input"]["sources"]["docs"]["inversions"] > 0
@@ -57,7 +60,8 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert "sweep" not in report and not (out / "sweep.png").exists()
     markdown = (out / "report.md").read_text()
     assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown
-    assert "bench: input: optimistic" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "bench: input: optimistic" in err and f"bench: report in {out / 'report.md'}" in err
 
 
 def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, events_file):
@@ -88,7 +92,17 @@ def test_sweep_runs_both_modes_at_every_percent(tmp_path, events_file):
     assert "## Disorder sweep" in (out / "report.md").read_text()
 
 
+def test_bench_is_a_function_of_typed_arguments(tmp_path, events_file):
+    report = run_bench(inverted_index, {"docs": events_file}, tmp_path / "bench", engine="local", reorder_latency=200,
+                       sweep=[0])
+    assert report["pipeline"] == "inverted_index" and report["outputs_equal"] is True
+    assert [point["percent"] for point in report["sweep"]] == [0]
+    assert json.loads((tmp_path / "bench" / "report.json").read_text()) == report
+    with pytest.raises(fs.OptionError, match="engine must be one of local, spark, got 'flink'"):
+        run_bench(inverted_index, {"docs": events_file}, tmp_path / "other", engine="flink")
+
+
 @pytest.mark.parametrize("text", ["percent=", "percent=5,x", "ratio=10", "percent=120"])
 def test_bad_sweeps_are_rejected(text):
     with pytest.raises(Exception, match="percent"):
-        _sweep_arg(text)
+        sweep_points(text)

@@ -1,11 +1,13 @@
-"""The `flamespark` command on the local engine: outputs, help and errors."""
+"""The `flamespark` command on the local engine: outputs, help and errors; the tools as functions."""
+import ast
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from flamespark.cli import main
+from flamespark.cli import COMMANDS, main
+from flamespark.tools.runner import run_to_directory
 
 PIPELINE = str(Path(__file__).resolve().parents[1] / "examples" / "running_sum.py") + ":graph"
 
@@ -68,7 +70,7 @@ def test_unknown_source_and_missing_file_are_named(tmp_path, capsys):
     assert main(["run", PIPELINE, "--input", f"sensors={events}", "--out", str(tmp_path / "o"), "--engine", "local"]) == 1
     assert "the graph has no source 'sensors' (its sources: readings)" in capsys.readouterr().err
     assert main(["run", PIPELINE, "--input", "readings=/no/such.jsonl", "--out", str(tmp_path / "o"), "--engine", "local"]) == 1
-    assert "--input readings=/no/such.jsonl: no such file" in capsys.readouterr().err
+    assert "input readings=/no/such.jsonl: no such file" in capsys.readouterr().err
     assert main(["run", "/no/pipeline.py:graph", "--input", f"readings={events}", "--out", str(tmp_path / "o")]) == 1
     assert "pipeline file '/no/pipeline.py' does not exist" in capsys.readouterr().err
 
@@ -80,3 +82,53 @@ def test_help_and_graph_command(capsys):
     assert "--reorder-latency MS" in capsys.readouterr().out
     assert main(["graph", PIPELINE]) == 0
     assert '"totals_by_sensor/combine" -> "totals_by_sensor/group" [style=dashed' in capsys.readouterr().out
+
+
+def test_a_source_given_twice_and_follow_on_the_local_engine_are_refused(tmp_path, capsys):
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    argv = ["run", PIPELINE, "--input", f"readings={events}", "--out", str(tmp_path / "o"), "--engine", "local"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv + ["--input", f"readings={events}"])
+    assert exit_info.value.code == 2
+    assert "argument --input: source 'readings' given twice" in capsys.readouterr().err
+    assert main(argv + ["--follow"]) == 1
+    assert "flamespark: error: the local engine takes no engine options, got follow" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("command, option", [
+    ("run", "--follow"), ("disorder", "--stddev-ms D"), ("graph", "PATH.py:ATTR"), ("bench", "--sweep"),
+    ("bench-overhead", "--baseline {key,shard}"), ("bench-sorters", "--frequencies F1,F2,..."),
+])
+def test_every_command_has_help(command, option, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "-h"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: flamespark {command} ") and option in text
+
+
+def test_the_top_level_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["-h"])
+    text = capsys.readouterr().out
+    assert len(COMMANDS) == 6
+    for command in ("run", "disorder", "graph", "bench", "bench-overhead", "bench-sorters"):
+        assert re.search(rf"^    {command}\b", text, re.MULTILINE)
+
+
+def test_run_to_directory_is_a_function_of_typed_arguments(tmp_path):
+    events = write_lines(tmp_path / "e.jsonl", readings((10, "a", 1), (30, "a", 2), (20, "b", 5)))
+    result = run_to_directory(PIPELINE, {"readings": events}, tmp_path / "out", engine="local", reorder_latency=15)
+    assert result.outputs["totals"] == [json.loads(line) for line in (tmp_path / "out" / "totals.jsonl").open()]
+    assert [total["total"] for total in result.outputs["totals"]] == [1, 5, 3]
+
+
+def test_the_tools_never_import_the_command_line():
+    tools = Path(__file__).resolve().parents[1] / "flamespark" / "tools"
+    for path in tools.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            assert not any(name == "flamespark.cli" or name.startswith("flamespark.cli.") for name in names), path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -12,11 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flamespark import InputError
+from flamespark.cli import build_parser, main
 from flamespark.tools.disorder import (
-    add_disorder_arguments,
     count_inversions,
     count_runs,
-    disorder_command,
     disorder_events,
     disorder_file,
 )
@@ -233,29 +231,20 @@ def test_parameter_validation(tmp_path, percent, stddev, message):
 
 # ----------------------------------------------------------------------- CLI
 
-def cli_parser():
-    parser = argparse.ArgumentParser(prog="flamespark")
-    sub = parser.add_subparsers(dest="command", required=True)
-    disorder = sub.add_parser("disorder")
-    add_disorder_arguments(disorder)
-    disorder.set_defaults(func=disorder_command)
-    return parser
-
-
 def test_cli_wiring(tmp_path, capsys):
     src = write_jsonl(tmp_path / "in.jsonl", make_events(range(0, 1000, 5)))
     out = tmp_path / "out.jsonl"
-    args = cli_parser().parse_args(["disorder", str(src), "--out", str(out), "--percent", "30",
-                                    "--stddev-ms", "64", "--seed", "9"])
+    argv = ["disorder", str(src), "--out", str(out), "--percent", "30", "--stddev-ms", "64", "--seed", "9"]
+    args = build_parser().parse_args(argv)
     assert (args.percent, args.stddev_ms, args.seed) == (30.0, 64.0, 9)
-    assert args.func(args) == 0
+    assert main(argv) == 0
     assert "200 events, 60 delayed" in capsys.readouterr().err
     assert [json.loads(x)["i"] for x in out.read_text().splitlines()] == \
         [e["i"] for e in disorder_events(make_events(range(0, 1000, 5)), 30, 64, seed=9)]
 
 
 def test_cli_defaults_are_the_papers():
-    args = cli_parser().parse_args(["disorder", "in.jsonl", "--out", "o.jsonl"])
+    args = build_parser().parse_args(["disorder", "in.jsonl", "--out", "o.jsonl"])
     assert (args.percent, args.stddev_ms) == (30.0, 64.0)
 
 
@@ -264,7 +253,7 @@ def test_cli_defaults_are_the_papers():
                                         ("--stddev-ms", "inf")])
 def test_cli_rejects_bad_parameters(flag, value, capsys):
     with pytest.raises(SystemExit) as info:
-        cli_parser().parse_args(["disorder", "in.jsonl", "--out", "o.jsonl", flag, value])
+        main(["disorder", "in.jsonl", "--out", "o.jsonl", flag, value])
     assert info.value.code == 2
     assert flag in capsys.readouterr().err
 
@@ -272,8 +261,7 @@ def test_cli_rejects_bad_parameters(flag, value, capsys):
 def test_cli_bad_input_exit_1(tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text('{"ts": 1}\n{"ts": "x"}\n')
-    args = cli_parser().parse_args(["disorder", str(src), "--out", str(tmp_path / "o.jsonl")])
-    assert disorder_command(args) == 1
+    assert main(["disorder", str(src), "--out", str(tmp_path / "o.jsonl")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and f"{src}:2" in err
+    assert err.startswith("flamespark: error: ") and f"{src}:2" in err
     assert not (tmp_path / "o.jsonl").exists()

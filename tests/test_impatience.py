@@ -248,10 +248,32 @@ def test_bench_plan_stats():
         assert stats["buffered"] == pytest.approx(np.mean(held))
 
 
-def test_bench_cli_runs(capsys):
-    from flamespark.tools import sorter_bench as bench
+def test_bench_sorters_command_runs(capsys):
+    from flamespark.cli import main
 
-    assert bench.main(["--events", "3000", "--frequencies", "10,1000",
-                       "--repeat", "1"]) == 0
+    assert main(["bench-sorters", "--events", "3000", "--frequencies", "10,1000", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "speedup" in out and out.count("synthetic") >= 2
+
+
+def test_bench_run_returns_rows_and_refuses_a_wrong_sorter(monkeypatch):
+    from flamespark.core.errors import InternalError, OptionError
+    from flamespark.tools import sorter_bench as bench
+
+    settings = bench.Settings(events=2000, frequencies=(10, 100), repeat=1, methods=("impatience", "heapq"))
+    rows = bench.run(settings)
+    assert [(row.workload, row.frequency) for row in rows] == [
+        ("synthetic", 10), ("synthetic", 100), ("sources", 10), ("sources", 100)]
+    assert all(set(row.rates) == {"impatience", "heapq"} and row.events + row.late == 2000 for row in rows)
+    assert bench.format_table(rows, settings).splitlines()[3].split() == [
+        "workload", "F", "latency", "buffered", "late", "impatience", "heapq", "speedup"]
+
+    class Forgetful(bench.HeapSorter):
+        def flush(self, T):
+            return super().flush(T)[1:]
+
+    monkeypatch.setitem(bench.METHODS, "forgetful", Forgetful)
+    with pytest.raises(InternalError, match="sorter forgetful gave a wrong output"):
+        bench.run(bench.Settings(events=500, frequencies=(10,), repeat=1, methods=("forgetful",)))
+    with pytest.raises(OptionError, match="methods must be chosen from"):
+        bench.Settings(methods=("bogo",))

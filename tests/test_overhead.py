@@ -1,11 +1,13 @@
-"""The overhead benchmark on a small input: each query emits one count per event; the CLI's report and errors."""
+"""The overhead benchmark on a small input: each query emits one count per event; the command's report and errors."""
 import json
 
 import pytest
 
-from flamespark.tools.overhead import baseline, progress, workload
-from flamespark.tools.overhead.cli import main
+import flamespark as fs
+from flamespark.cli import main
 from flamespark.io.jsonl import write_jsonl
+from flamespark.tools.overhead import baseline, progress, workload
+from flamespark.tools.overhead.settings import Settings
 
 EVENTS = 200
 BATCH_ROWS = 120  # 200 events and the end marker: two micro-batches
@@ -43,8 +45,8 @@ def test_flamespark_and_baseline_emit_one_count_per_event(spark, tmp_path):
 
 def test_cli_writes_a_report_with_the_ratio_and_passing_checks(spark, tmp_path, capsys):
     out = tmp_path / "overhead.json"
-    status = main(["--events", "150", "--keys", "5", "--batch-rows", "80", "--repeat", "1", "--warmup-events", "20",
-                   "--out", str(out)])
+    status = main(["bench-overhead", "--events", "150", "--keys", "5", "--batch-rows", "80", "--repeat", "1",
+                   "--warmup-events", "20", "--out", str(out)])
     report = json.loads(out.read_text())
     assert status == 0 and all(report["checks"].values())
     run = report["runs"][0]
@@ -58,9 +60,19 @@ def test_cli_writes_a_report_with_the_ratio_and_passing_checks(spark, tmp_path, 
 @pytest.mark.parametrize("argv, message", [
     (["--events", "0"], "--events: must be > 0, not 0"),
     (["--percent", "120"], "--percent: must be between 0 and 100"),
-    (["--conf", "spark.sql.shuffle.partitions"], "--conf takes KEY=VALUE"),
+    (["--conf", "spark.sql.shuffle.partitions"], "--conf: expected KEY=VALUE, got 'spark.sql.shuffle.partitions'"),
 ])
 def test_bad_options_are_named(argv, message, capsys):
     with pytest.raises(SystemExit) as raised:
-        main(argv)
+        main(["bench-overhead", *argv])
     assert raised.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(events=0), "events must be an integer >= 1, got 0"),
+    (dict(repeat=1.5), "repeat must be an integer >= 1, got 1.5"),
+    (dict(baseline="row"), "baseline must be one of key, shard, got 'row'"),
+])
+def test_bad_settings_are_named(settings, message):
+    with pytest.raises(fs.OptionError, match=message):
+        Settings(**settings)

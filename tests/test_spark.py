@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from flamespark.cli import build_parser, main
+from flamespark.cli import main
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.tools.runner import run_to_directory
 from tests import graphs
@@ -107,12 +107,10 @@ def write_readings(path):
     return path
 
 
-def run_args(events, out, engine):
-    """The arguments of `flamespark run`, parsed by the CLI's own parser."""
-    return build_parser().parse_args([
-        "run", str(REPO / PIPELINE), "--input", f"readings={events}", "--out", str(out), "--engine", engine,
-        "--reorder-latency", str(LATENCY), "--max-rows-per-batch", str(PER_BATCH),
-    ])
+def run_to(out, events, engine):
+    """What `flamespark run` does for the CLI tests below (`cli_command`)."""
+    return run_to_directory(str(REPO / PIPELINE), {"readings": events}, out, engine=engine, reorder_latency=LATENCY,
+                            max_rows_per_batch=PER_BATCH)
 
 
 def read_jsonl(path):
@@ -125,8 +123,8 @@ def readings(spark, tmp_path_factory):
     base = tmp_path_factory.mktemp("readings")
     events = write_readings(base / "events.jsonl")
     spark_out, local_out = base / "spark", base / "local"
-    spark_result = run_to_directory(run_args(events, spark_out, "spark"), mode="optimistic")
-    local_result = run_to_directory(run_args(events, local_out, "local"), mode="optimistic")
+    spark_result = run_to(spark_out, events, "spark")
+    local_result = run_to(local_out, events, "local")
     return Namespace(events=events, spark=spark_out, local=local_out, metrics=spark_result.metrics,
                      local_metrics=local_result.metrics)
 
@@ -336,6 +334,38 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     capsys.readouterr()
     assert main(changed) == 1
     assert f"checkpoint {checkpoint} belongs to a run with a different reorder_latency" in capsys.readouterr().err
+
+
+def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    command = cli_command(readings.events, out, checkpoint)
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "wb") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=log, start_new_session=True)
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while len(list((checkpoint / "parts").glob("batch-*.msgpack"))) < 2:
+                assert process.poll() is None, stderr.read_text()
+                assert time.monotonic() < deadline, "no second micro-batch in time"
+                time.sleep(0.1)
+            assert process.poll() is None, "the run ended before it could be interrupted"
+            # What Ctrl-C on a terminal does: SIGINT to the whole process group (driver, JVM, Python workers).
+            os.killpg(process.pid, signal.SIGINT)
+            assert process.wait(timeout=TIMEOUT) == 130, stderr.read_text()
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    assert stderr.read_text().splitlines() == [
+        f"flamespark: stopped before the end of the input; rerun the same command to resume (checkpoint {checkpoint})"]
+    assert not (out / "metrics.json").exists()
+
+    rerun = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "totals.jsonl").read_text() == (readings.spark / "totals.jsonl").read_text()
+    assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
+    assert json.loads((out / "metrics.json").read_text())["batches"] == readings.metrics["batches"]
 
 
 def test_cli_without_java_says_so_in_one_line(tmp_path):

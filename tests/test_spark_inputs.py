@@ -2,6 +2,7 @@
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -144,11 +145,17 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
             write_file(inputs / "part-1.jsonl", [late] + arrival[30:60])
             wait_for(lambda: (out / "late").is_dir() and any((out / "late").iterdir()), process, stderr,
                      "the second file's dead letter")
-            process.send_signal(signal.SIGINT)
+            # Ctrl-C on a terminal signals the whole process group: the driver, the JVM and Spark's Python workers.
+            os.killpg(process.pid, signal.SIGINT)
             assert process.wait(timeout=TIMEOUT) == 0, stderr.read_text()
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
+    lines = stderr.read_text().splitlines()
+    assert len(lines) == 1 and re.fullmatch(
+        rf"flamespark: stopped; released {len(read_directory(out / 'totals'))} record\(s\) from 60 event\(s\) "
+        rf"\(late 1, replay ratio [0-9.]+\); outputs in {re.escape(str(out))}; "
+        rf"rerun the same command to go on \(checkpoint {re.escape(str(checkpoint))}\)", lines[0]), lines
 
     # What a follow run released is exactly the in-order output up to its punctuation, written batch by batch.
     read = arrival[:60]

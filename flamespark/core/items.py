@@ -1,4 +1,4 @@
-"""Items and their ordering meta-information (DESIGN.md §1).
+"""Items and their ordering meta-information.
 
 `Meta` defines the total order of items: event time, then source name, then a
 tie-break derived from the event's payload, then the child path. A child path

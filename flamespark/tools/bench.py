@@ -1,54 +1,32 @@
-"""`flamespark bench`: the optimistic mode against the buffered baseline on the same input.
+"""The optimistic mode against the buffered baseline on the same input (`flamespark bench`).
 
-Writes DIR/report.json, DIR/report.md and DIR/latency.png; with
-`--sweep percent=0,10,30,50` also reruns both modes on inputs re-disordered
-at each percent (from the input sorted by ts) and writes DIR/sweep.png.
+`bench` writes OUT/report.json, OUT/report.md and OUT/latency.png; with a
+`sweep` of disorder percents it also reruns both modes on inputs
+re-disordered at each percent (from the input sorted by ts) and writes
+OUT/sweep.png.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import shutil
 import sys
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from flamespark.api import run
-from flamespark.cli import add_run_arguments
-from flamespark.cli.arguments import non_negative_float
-from flamespark.tools.disorder import count_inversions, count_runs, disorder_events
+from flamespark.graph import Graph
 from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
-from flamespark.tools.loader import load_graph
-from flamespark.runtime.plan import MODES
 from flamespark.runtime.metrics import PERCENTILES
-from flamespark.tools.runner import check_inputs
-
-
-def _sweep_arg(text: str) -> list:
-    name, sep, values = text.partition("=")
-    if name != "percent" or not sep:
-        raise argparse.ArgumentTypeError(f"expected percent=P1,P2,..., got {text!r}")
-    try:
-        points = [float(value) for value in values.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"percentages must be numbers, got {values!r}") from None
-    if not all(0 <= p <= 100 for p in points):
-        raise argparse.ArgumentTypeError(f"percentages must be between 0 and 100, got {values!r}")
-    return points
-
-
-def add_bench_arguments(parser: argparse.ArgumentParser):
-    add_run_arguments(parser)
-    parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=_sweep_arg,
-                        help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
-    parser.add_argument("--stddev-ms", metavar="MS", type=non_negative_float, default=1000.0,
-                        help="delay standard deviation of the sweep (default: 1000)")
-    parser.add_argument("--seed", metavar="S", type=int, default=0, help="random seed of the sweep (default: 0)")
+from flamespark.runtime.options import RunOptions
+from flamespark.runtime.plan import MODES
+from flamespark.tools.disorder import count_inversions, count_runs, disorder_events
+from flamespark.tools.machine import machine
+from flamespark.tools.runner import check_inputs, checkpoint_directory
 
 
 def _progress(text: str):
@@ -75,45 +53,56 @@ class Pacer:
             yield event
 
 
-def run_mode(graph, inputs: dict, mode: str, args, label: str):
-    """One run; returns the Result and its raw per-output latencies (None if the engine keeps none)."""
-    if args.engine == "local":
-        from flamespark.engines.local import LocalRun
+@dataclass(frozen=True)
+class Runs:
+    """How the bench runs a graph: engine and run options, the same for every run it compares."""
 
-        if args.rate:
-            pacer = Pacer(args.rate)
-            inputs = {name: pacer.pace(events) for name, events in inputs.items()}
-        engine = LocalRun(graph, mode, args.reorder_latency, args.late)
-        return engine.run(inputs), engine.latencies_ms
-    base = args.checkpoint or Path(args.out) / "_checkpoint"
-    checkpoint = base / label / mode
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    result = run(graph, inputs, engine="spark", mode=mode, reorder_latency=args.reorder_latency, late=args.late,
-                 rate=args.rate, master=args.master, checkpoint=checkpoint,
-                 max_rows_per_batch=args.max_rows_per_batch)
-    return result, getattr(result, "latencies_ms", None)
+    engine: str
+    reorder_latency: int
+    late: str
+    rate: float | None
+    master: str | None
+    checkpoint: Path
+    max_rows_per_batch: int | None
 
+    def run(self, graph, inputs: dict, mode: str, label: str):
+        """One run; returns the Result and its raw per-output latencies (None if the engine keeps none)."""
+        if self.engine == "local":
+            from flamespark.engines.local import LocalRun
 
-def compare(graph, events: dict, args, label: str, inputs: dict) -> tuple[dict, dict]:
-    """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
+            if self.rate:
+                pacer = Pacer(self.rate)
+                inputs = {name: pacer.pace(events) for name, events in inputs.items()}
+            engine = LocalRun(graph, mode, self.reorder_latency, self.late)
+            return engine.run(inputs), engine.latencies_ms
+        checkpoint = self.checkpoint / label / mode
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        result = run(graph, inputs, engine="spark", mode=mode, reorder_latency=self.reorder_latency, late=self.late,
+                     rate=self.rate, master=self.master, checkpoint=checkpoint,
+                     max_rows_per_batch=self.max_rows_per_batch)
+        return result, getattr(result, "latencies_ms", None)
 
-    `events` are the (ts, payload) pairs per source in arrival order. Returns
-    the report entry and each mode's raw latencies.
-    """
-    entry = {"input": input_facts(events)}
-    outputs, latencies = {}, {}
-    for mode in MODES:
-        _progress(f"{label}: {mode} ...")
-        result, latencies[mode] = run_mode(graph, inputs, mode, args, label)
-        metrics = result.metrics
-        _progress(f"{label}: {mode} done in {_number(metrics.get('wall_s'))} s, "
-                  f"replay ratio {_number(metrics.get('replay_ratio'), 3)}, p50 {_number(metrics['latency_ms']['p50'], 1)} ms")
-        entry[mode] = metrics
-        outputs[mode] = result.outputs
-    optimistic = entry["optimistic"]
-    entry["input"]["late"] = optimistic.get("late_dropped", 0) + optimistic.get("late_adjusted", 0)
-    entry["outputs_equal"] = outputs["optimistic"] == outputs["buffered"]
-    return entry, latencies
+    def compare(self, graph, events: dict, label: str, inputs: dict) -> tuple[dict, dict]:
+        """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
+
+        `events` are the (ts, payload) pairs per source in arrival order. Returns
+        the report entry and each mode's raw latencies.
+        """
+        entry = {"input": input_facts(events)}
+        outputs, latencies = {}, {}
+        for mode in MODES:
+            _progress(f"{label}: {mode} ...")
+            result, latencies[mode] = self.run(graph, inputs, mode, label)
+            metrics = result.metrics
+            _progress(f"{label}: {mode} done in {_number(metrics.get('wall_s'))} s, "
+                      f"replay ratio {_number(metrics.get('replay_ratio'), 3)}, "
+                      f"p50 {_number(metrics['latency_ms']['p50'], 1)} ms")
+            entry[mode] = metrics
+            outputs[mode] = result.outputs
+        optimistic = entry["optimistic"]
+        entry["input"]["late"] = optimistic.get("late_dropped", 0) + optimistic.get("late_adjusted", 0)
+        entry["outputs_equal"] = outputs["optimistic"] == outputs["buffered"]
+        return entry, latencies
 
 
 def input_facts(events: dict) -> dict:
@@ -124,57 +113,66 @@ def input_facts(events: dict) -> dict:
     return {"events": sum(s["events"] for s in per_source.values()), "sources": per_source}
 
 
-def machine() -> dict:
-    return {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
-
-
-def sweep(graph, events: dict, args) -> list:
-    """Both modes at every disorder percent of `args.sweep`, from the events sorted by ts."""
+def sweep_points(graph, events: dict, runs: Runs, percents: Sequence[float], stddev_ms: float, seed: int) -> list:
+    """Both modes at every disorder percent of `percents`, from the events sorted by ts."""
     ordered = {name: sorted(pairs, key=lambda pair: pair[0]) for name, pairs in events.items()}
     points = []
-    for percent in args.sweep:
+    for percent in percents:
         disordered = {}
         for index, (name, pairs) in enumerate(ordered.items()):
             order = disorder_events([{"ts": ts, "at": i} for i, (ts, _) in enumerate(pairs)],
-                                    percent, args.stddev_ms, args.seed + index)
+                                    percent, stddev_ms, seed + index)
             disordered[name] = [pairs[e["at"]] for e in order]
-        entry, _ = compare(graph, disordered, args, f"percent_{percent:g}", disordered)
-        entry.update(percent=percent, stddev_ms=args.stddev_ms, seed=args.seed)
+        entry, _ = runs.compare(graph, disordered, f"percent_{percent:g}", disordered)
+        entry.update(percent=percent, stddev_ms=stddev_ms, seed=seed)
         points.append(entry)
     return points
 
 
-def bench(args) -> dict:
-    """Run the benchmark of `args` and write its report files under `args.out`."""
-    graph = load_graph(args.pipeline)
-    paths = check_inputs(graph, args.input)
-    out = Path(args.out)
+def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",
+          reorder_latency: int = 0, late: str = "drop", rate: float | None = None, master: str | None = None,
+          checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
+          sweep: Sequence[float] = (), stddev_ms: float = 1000.0, seed: int = 0,
+          title: str | None = None) -> dict:
+    """Run `graph` in both modes over `inputs` (source name to a JSONL file or a directory) and return the report.
+
+    The report is also written to `out` (report.json, report.md, latency.png).
+    With `sweep`, a list of disorder percents, both modes also run at each of
+    them, on the events sorted by ts and re-disordered by `disorder_events`
+    with `stddev_ms` and `seed`; `out/sweep.png` plots them. Spark runs keep
+    their checkpoints under `checkpoint` (default `out/_checkpoint`), one per
+    run. `title` names the pipeline in the report (default: the graph's name).
+    The other options are `flamespark.run`'s; `rate` paces the local engine's
+    input too.
+    """
+    RunOptions.of(engine, reorder_latency=reorder_latency, late=late)  # flamespark.run's errors, before any work
+    paths = check_inputs(graph, inputs)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch)
     events = {name: read_input(name, path) for name, path in paths.items()}
-    main, latencies = compare(graph, events, args, "input", events if args.engine == "local" else paths)
+    main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths)
     report = {
-        "pipeline": args.pipeline,
-        "engine": args.engine,
-        "reorder_latency": args.reorder_latency,
-        "late_policy": args.late,
-        "rate": args.rate,
+        "pipeline": title or graph.name,
+        "engine": engine,
+        "reorder_latency": reorder_latency,
+        "late_policy": late,
+        "rate": rate,
         "machine": machine(),
         **main,
     }
     plot_latency(latencies, report, out / "latency.png")
-    if args.sweep:
-        report["sweep"] = sweep(graph, events, args)
+    if sweep:
+        report["sweep"] = sweep_points(graph, events, runs, sweep, stddev_ms, seed)
         plot_sweep(report["sweep"], out / "sweep.png")
     write_atomic(out / "report.md", markdown(report))
     write_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report
 
 
-def bench_command(args) -> int:
-    report = bench(args)
-    equal = report["outputs_equal"] and all(p["outputs_equal"] for p in report.get("sweep", []))
-    _progress(f"report in {Path(args.out) / 'report.md'}" + ("" if equal else "; OUTPUTS DIFFER between modes"))
-    return 0 if equal else 1
+def outputs_equal(report: dict) -> bool:
+    """Whether both modes released the same outputs on the input and at every sweep point."""
+    return report["outputs_equal"] and all(point["outputs_equal"] for point in report.get("sweep", []))
 
 
 # ----------------------------------------------------------------- report

@@ -18,8 +18,7 @@ Library use::
     from flamespark.tools.disorder import disorder_events
     shuffled = disorder_events(events, percent=30, stddev_ms=64, seed=1)
 
-Command line (wired into ``flamespark disorder`` by the CLI module, and also
-runnable as ``python -m flamespark.tools.disorder``)::
+Command line (``flamespark.cli.disorder``)::
 
     flamespark disorder IN.jsonl --out OUT.jsonl --percent 30 --stddev-ms 64 --seed 1
 
@@ -29,17 +28,14 @@ other event input.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from flamespark.cli.arguments import non_negative_float, percent
 from flamespark.core.errors import InputError
 from flamespark.io.atomic import replacing
 from flamespark.io.inputs import check_record, jsonl_lines, open_event_file, parse_event_line
@@ -48,14 +44,10 @@ __all__ = [
     "DEFAULT_PERCENT",
     "DEFAULT_STDDEV_MS",
     "DEFAULT_SEED",
-    "DESCRIPTION",
     "disorder_events",
     "disorder_file",
     "count_inversions",
     "count_runs",
-    "add_disorder_arguments",
-    "disorder_command",
-    "main",
 ]
 
 DEFAULT_PERCENT = 30.0
@@ -264,79 +256,3 @@ def disorder_file(
         "inversions": count_inversions(out_ts),
         "runs": count_runs(out_ts),
     }
-
-
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-def add_disorder_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the ``disorder`` options to *parser* (a subcommand parser).
-
-    Sets ``args.input``, ``args.out``, ``args.percent``, ``args.stddev_ms``
-    and ``args.seed``; pair with :func:`disorder_command`, e.g.::
-
-        sub = subparsers.add_parser("disorder", help="...",
-                                    description=DESCRIPTION)
-        add_disorder_arguments(sub)
-        sub.set_defaults(func=disorder_command)
-    """
-    parser.add_argument(
-        "input", metavar="IN",
-        help="JSONL events, one JSON object with an integer \"ts\" per line, "
-             "sorted by ts")
-    parser.add_argument(
-        "--out", "-o", required=True, metavar="OUT",
-        help="where to write the re-ordered JSONL (replaced atomically)")
-    parser.add_argument(
-        "--percent", "-p", type=percent, default=DEFAULT_PERCENT,
-        metavar="P",
-        help="percentage of events to delay, 0-100 (default: %(default)g)")
-    parser.add_argument(
-        "--stddev-ms", "-d", type=non_negative_float, default=DEFAULT_STDDEV_MS,
-        metavar="D",
-        help="standard deviation of the delay |N(0, D)| in ms "
-             "(default: %(default)g)")
-    parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, metavar="S",
-        help="random seed (default: %(default)s)")
-    return parser
-
-
-DESCRIPTION = (
-    "Make an in-order event stream out of order, as in the Impatience-sort "
-    "paper (section VI-A): P% of the events, chosen at random, arrive late "
-    "by |N(0, D)| ms. Event times (\"ts\") are unchanged; only the order of "
-    "the lines changes.")
-
-
-def disorder_command(args: argparse.Namespace) -> int:
-    """Run ``disorder`` for parsed *args*; print a summary; return exit status."""
-    try:
-        summary = disorder_file(args.input, args.out, args.percent,
-                                args.stddev_ms, args.seed)
-    except (ValueError, InputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot write {args.out}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 1
-    n = summary["events"]
-    share = 100.0 * summary["delayed"] / n if n else 0.0
-    print(f"disorder: {n} events, {summary['delayed']} delayed ({share:.1f}%), "
-          f"max delay {summary['max_delay_ms']:.1f} ms, "
-          f"{summary['inversions']} inversions, {summary['runs']} runs "
-          f"-> {summary['output']}", file=sys.stderr)
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m flamespark.tools.disorder", description=DESCRIPTION)
-    add_disorder_arguments(parser)
-    return disorder_command(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,39 +2,42 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from flamespark.api import run_with_options
-from flamespark.io.checkpoint import claim, file_digest
 from flamespark.core.errors import InputError
-from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
+from flamespark.io.checkpoint import claim, file_digest
 from flamespark.io.jsonl import write_jsonl
-from flamespark.tools.loader import load_graph
 from flamespark.io.sinks import write_values
+from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
+from flamespark.tools.loader import load_graph
 
 RESERVED_OUTPUTS = ("late", "metrics")
 
 
-def check_inputs(graph, pairs) -> dict:
+def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
     """Map source name to input path (a file or a directory), checking names and that the paths exist."""
-    inputs = {}
-    for name, path in pairs:
+    for name, path in inputs.items():
         if name not in graph.sources:
-            raise InputError(f"--input {name}=...: the graph has no source {name!r} (its sources: {', '.join(graph.sources)})")
-        if name in inputs:
-            raise InputError(f"--input {name}=... given twice")
+            raise InputError(f"input {name}={path}: the graph has no source {name!r} "
+                             f"(its sources: {', '.join(graph.sources)})")
         if not Path(path).exists():
-            raise InputError(f"--input {name}={path}: no such file or directory")
-        inputs[name] = Path(path)
+            raise InputError(f"input {name}={path}: no such file or directory")
     missing = [s for s in graph.sources if s not in inputs]
     if missing:
-        raise InputError(f"no --input for source(s) {', '.join(missing)}")
+        raise InputError(f"no input for source(s) {', '.join(missing)}")
     clashing = [s for s in graph.sinks if s in RESERVED_OUTPUTS]
     if clashing:
         raise InputError(f"sink name(s) {', '.join(clashing)} clash with the run's own output files")
-    return inputs
+    return {name: Path(path) for name, path in inputs.items()}
+
+
+def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) -> Path:
+    """Where a Spark run writing to `out` keeps its checkpoint: `checkpoint`, or `out/_checkpoint`."""
+    return Path(checkpoint) if checkpoint else Path(out) / "_checkpoint"
 
 
 def claim_pipeline(checkpoint: Path, pipeline: str):
@@ -44,39 +47,37 @@ def claim_pipeline(checkpoint: Path, pipeline: str):
           started=(checkpoint / "checkpoint").exists())
 
 
-def _engine_options(args, out: Path) -> dict:
-    """The engine options `args` ask for; on the local engine only --follow and --idle-timeout, if set (refused)."""
-    if args.engine == "local":
-        return {name: value for name, value in (("follow", args.follow), ("idle_timeout", args.idle_timeout)) if value}
-    return {
-        "rate": args.rate, "master": args.master, "checkpoint": Path(args.checkpoint or out / "_checkpoint"),
-        "max_rows_per_batch": args.max_rows_per_batch, "follow": args.follow, "idle_timeout": args.idle_timeout,
-        "output": out if args.follow else None, "output_format": args.sink_format,
-    }
-
-
-def run_to_directory(args, mode: str):
-    """Run the pipeline of `args` and write sinks, dead letters and metrics under `args.out`.
+def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",
+                     mode: str = "optimistic", reorder_latency: int = 0, late: str = "drop",
+                     rate: float | None = None, master: str | None = None, checkpoint: str | Path | None = None,
+                     max_rows_per_batch: int | None = None, sink_format: str = "jsonl", follow: bool = False,
+                     idle_timeout: float | None = None) -> Result:
+    """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
+    and write its sinks, dead letters and metrics under `out`.
 
     `metrics.json` is removed first and written last, so its presence marks a
-    complete output directory. A `--follow` run writes each micro-batch's
-    releases as it completes, to `DIR/<sink>/` and `DIR/late/`.
+    complete output directory. A `follow` run (Spark) writes each micro-batch's
+    releases as it completes, to `out/<sink>/` and `out/late/`, and ends when
+    interrupted. A Spark run keeps its checkpoint in `checkpoint` (default
+    `out/_checkpoint`); rerun with the same one to resume. The other options
+    are `flamespark.run`'s.
     """
-    graph = load_graph(args.pipeline)
-    paths = check_inputs(graph, args.input)
-    out = Path(args.out)
-    options = RunOptions.of(args.engine, mode, args.reorder_latency, args.late, **_engine_options(args, out))
+    graph = load_graph(pipeline)
+    paths = check_inputs(graph, inputs)
+    out = Path(out)
+    given = {"follow": follow} if follow else {}
+    if engine != "local":
+        given.update(rate=rate, master=master, checkpoint=checkpoint_directory(out, checkpoint),
+                     max_rows_per_batch=max_rows_per_batch, output=out if follow else None, output_format=sink_format)
+    options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, **given)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
-    if options.engine == "local":
-        inputs = {name: read_input(name, path) for name, path in paths.items()}
-    else:
-        claim_pipeline(options.engine_options["checkpoint"], args.pipeline)
-        inputs = paths
-    result = run_with_options(graph, inputs, options)
-    if not args.follow:
+    if engine != "local":
+        claim_pipeline(given["checkpoint"], pipeline)
+    result = run_with_options(graph, paths, options)
+    if not follow:
         for sink, values in result.outputs.items():
-            write_values(out / sink, values, args.sink_format)
+            write_values(out / sink, values, sink_format)
         write_jsonl(out / "late.jsonl", result.late)
     write_atomic(out / "metrics.json", json.dumps(result.metrics, indent=2) + "\n")
     return result

@@ -1,18 +1,23 @@
 """Compare online sorters on out-of-order streams with punctuations.
 
-    python -m flamespark.tools.sorter_bench [--events N] [--frequencies 10,100,...] [--quick]
+    flamespark bench-sorters [--events N] [--frequencies 10,100,...] [--quick]
+
+or, from Python::
+
+    settings = Settings(events=100_000)
+    print(format_table(run(settings), settings))
 
 Every method sees the same events and punctuations, and its output is
-asserted equal to a stable sort of the kept events, so a fast but wrong
-method cannot win.  See ``--help`` for the workloads and options.
+checked equal to a stable sort of the kept events, so a fast but wrong
+method cannot win.  See ``Settings`` for the workloads and options.
 """
 
-import argparse
 import gc
 import math
 import sys
 import time
 from bisect import bisect_right
+from dataclasses import dataclass
 from heapq import heappop, heappush
 from itertools import count
 from operator import itemgetter
@@ -20,6 +25,7 @@ from operator import itemgetter
 import numpy as np
 
 from barrier.impatience import ImpatienceSorter
+from flamespark.core.errors import InternalError, OptionError
 
 _KEY = itemgetter(0)
 _VALUE = itemgetter(1)
@@ -197,164 +203,138 @@ def drive(factory, segments, clock=time.process_time):
     return seconds, out
 
 
-# -- command line -------------------------------------------------------------
+# -- the benchmark ------------------------------------------------------------
 
 WORKLOADS = ("synthetic", "sources")
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 # A timing longer than this is not repeated: its noise is small anyway.
-_NO_REPEAT_SECONDS = 10.0
+NO_REPEAT_SECONDS = 10.0
 
 
-def _csv(kind):
-    def parse(text):
-        try:
-            return [kind(x) for x in text.split(",") if x.strip()]
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return parse
+@dataclass(frozen=True)
+class Settings:
+    """What `run` measures: `events` events per workload, a punctuation every F events for each F of
+    `frequencies`, each method of `methods` timed `repeat` times on the `clock` ("cpu" or "wall").
+
+    Workload "synthetic" moves `percent` % of the timestamps 0..N-1 back by
+    |N(0, stddev)|; "sources" interleaves `sources` in-order sources lagging
+    by up to `skew`, in bursts of mean length `burst` (see `synthetic`,
+    `interleaved`, `plan`). `seed` seeds numpy.
+    """
+
+    events: int = 1_000_000
+    frequencies: tuple[int, ...] = (10, 100, 1000, 10_000, 100_000)
+    seed: int = 1
+    repeat: int = 3
+    workloads: tuple[str, ...] = WORKLOADS
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    percent: float = 30.0
+    stddev: float = 64.0
+    sources: int = 64
+    skew: int = 20_000
+    burst: float = 1.0
+    clock: str = "cpu"
+
+    def __post_init__(self):
+        for name in ("events", "repeat", "sources", "skew"):
+            if getattr(self, name) < 1:
+                raise OptionError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if not self.frequencies or min(self.frequencies) < 1:
+            raise OptionError(f"frequencies must be integers >= 1, got {self.frequencies!r}")
+        for name, known in (("workloads", WORKLOADS), ("methods", tuple(METHODS))):
+            chosen = getattr(self, name)
+            if not chosen or any(choice not in known for choice in chosen):
+                raise OptionError(f"{name} must be chosen from {', '.join(known)}, got {chosen!r}")
+        if self.clock not in CLOCKS:
+            raise OptionError(f"clock must be one of {', '.join(CLOCKS)}, got {self.clock!r}")
 
 
-def _parser():
-    ap = argparse.ArgumentParser(
-        prog="python -m flamespark.tools.sorter_bench",
-        description="Events/s of online sorters on out-of-order streams "
-        "with punctuations: Impatience sort, a heapq heap, and the paper's "
-        "sort-then-merge buffers (sort+merge).  A punctuation follows every "
-        "F events with T = (max ts seen) - (reorder latency); events with "
-        "ts <= the previous T are late and dropped before any sorter sees "
-        "them.  All methods get the same events and punctuations, and each "
-        "output is asserted equal to a stable sort of the kept events.",
-        epilog="Workloads: 'synthetic' has timestamps 0..N-1 in arrival "
-        "order with p%% of them moved back by |N(0, d)|; 'sources' has N "
-        "events from --sources in-order sources, each lagging by a fixed "
-        "random amount below --skew, interleaved at random.  The reorder "
-        "latency is the 99.99th percentile of how far events arrive behind "
-        "the high-watermark.  Table: buffered = mean number of events held "
-        "(sampled after every push), late = dropped events, then events/s "
-        "per method (best of --repeat; timings over %(nr)gs are not "
-        "repeated) and the speedup of Impatience over the best other "
-        "method." % {"nr": _NO_REPEAT_SECONDS},
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    ap.add_argument("--events", type=int, default=1_000_000,
-                    help="events per workload")
-    ap.add_argument("--frequencies", type=_csv(int),
-                    default="10,100,1000,10000,100000",
-                    help="punctuation frequencies F (events between "
-                    "punctuations), comma-separated")
-    ap.add_argument("--seed", type=int, default=1, help="numpy seed")
-    ap.add_argument("--quick", action="store_true",
-                    help="sanity run: 100,000 events, timed once")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="timings per method and setting; the best counts")
-    ap.add_argument("--workloads", type=_csv(str), default=",".join(WORKLOADS),
-                    help="comma-separated, from: " + ", ".join(WORKLOADS))
-    ap.add_argument("--methods", type=_csv(str),
-                    default=",".join(DEFAULT_METHODS),
-                    help="comma-separated, from: " + ", ".join(METHODS))
-    ap.add_argument("-p", type=float, default=30.0,
-                    help="synthetic: percentage of delayed events")
-    ap.add_argument("-d", type=float, default=64.0,
-                    help="synthetic: standard deviation of a delay")
-    ap.add_argument("--sources", type=int, default=64,
-                    help="sources: number of sources")
-    ap.add_argument("--skew", type=int, default=20_000,
-                    help="sources: lags are drawn from [0, skew)")
-    ap.add_argument("--burst", type=float, default=1.0,
-                    help="sources: mean number of consecutive arrivals "
-                    "from one source")
-    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                    help="cpu: this process's CPU time (steadier on a busy "
-                    "machine); wall: elapsed time")
-    return ap
+@dataclass(frozen=True)
+class Row:
+    """One workload at one punctuation frequency: its reorder latency, what `plan` found, and events/s per method."""
+
+    workload: str
+    frequency: int
+    latency: int
+    events: int
+    late: int
+    buffered: float
+    rates: dict
+
+
+def _timestamps(workload, settings, rng):
+    if workload == "synthetic":
+        return synthetic(settings.events, rng, settings.percent / 100, settings.stddev)
+    return interleaved(settings.events, rng, settings.sources, settings.skew, settings.burst)
+
+
+def run(settings=Settings(), progress=None):
+    """Time every method of `settings` on every workload and frequency; one Row each.
+
+    `progress(text)`, if given, hears of every timing.  A method whose output
+    differs from the stable sort of the kept events raises InternalError.
+    """
+    say = progress or (lambda text: None)
+    clock = CLOCKS[settings.clock]
+    started = time.perf_counter()
+    rows = []
+    cells = len(settings.workloads) * len(settings.frequencies)
+    for workload in settings.workloads:
+        ts = _timestamps(workload, settings, np.random.default_rng(settings.seed))
+        latency = reorder_latency(ts)
+        for freq in settings.frequencies:
+            say(f"[{len(rows) + 1}/{cells}] {workload}, F={freq:,}, latency {latency:,} "
+                f"({time.perf_counter() - started:.0f}s elapsed)")
+            segments, stats = plan(ts, freq, latency)
+            best = dict.fromkeys(settings.methods, math.inf)
+            for rep in range(settings.repeat):
+                for m in settings.methods:  # round robin: drift hits all alike
+                    if rep and best[m] > NO_REPEAT_SECONDS:
+                        continue
+                    seconds, out = drive(METHODS[m], segments, clock)
+                    if out != stats["expected"]:
+                        raise InternalError(f"sorter {m} gave a wrong output ({workload}, F={freq})")
+                    del out
+                    best[m] = min(best[m], seconds)
+                    say(f"    {m:<18} {stats['events'] / max(seconds, 1e-9):>12,.0f} events/s  (run {rep + 1})")
+            rows.append(Row(workload, freq, latency, stats["events"], stats["late"], stats["buffered"],
+                            {m: stats["events"] / max(t, 1e-9) for m, t in best.items()}))
+    return rows
 
 
 def _rate(x):
     return f"{x / 1e6:.2f}M"
 
 
-def main(argv=None):
-    ap = _parser()
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.events = 100_000
-        args.repeat = 1
-    for name in args.workloads:
-        if name not in WORKLOADS:
-            ap.error(f"unknown workload {name!r}")
-    for name in args.methods:
-        if name not in METHODS:
-            ap.error(f"unknown method {name!r}")
-    if (args.events < 1 or args.repeat < 1 or not args.frequencies
-            or min(args.frequencies) < 1 or not args.methods):
-        ap.error("--events, --repeat, --frequencies and --methods must be "
-                 "positive / non-empty")
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+def format_table(rows, settings):
+    """The rows as a table under a few lines saying what was measured.
 
-    def progress(msg):
-        print(msg, file=sys.stderr, flush=True)
-
-    started = time.perf_counter()
-    rows = []
-    cells = len(args.workloads) * len(args.frequencies)
-    for name in args.workloads:
-        rng = np.random.default_rng(args.seed)
-        if name == "synthetic":
-            ts = synthetic(args.events, rng, args.p / 100, args.d)
-        else:
-            ts = interleaved(args.events, rng, args.sources, args.skew,
-                             args.burst)
-        latency = reorder_latency(ts)
-        for freq in args.frequencies:
-            progress(f"[{len(rows) + 1}/{cells}] {name}, F={freq:,}, "
-                     f"latency {latency:,} "
-                     f"({time.perf_counter() - started:.0f}s elapsed)")
-            segments, stats = plan(ts, freq, latency)
-            best = dict.fromkeys(args.methods, math.inf)
-            for rep in range(args.repeat):
-                for m in args.methods:  # round robin: drift hits all alike
-                    if rep and best[m] > _NO_REPEAT_SECONDS:
-                        continue
-                    seconds, out = drive(METHODS[m], segments, clock)
-                    assert out == stats["expected"], \
-                        f"{m}: wrong output ({name}, F={freq})"
-                    del out
-                    best[m] = min(best[m], seconds)
-                    progress(f"    {m:<18} "
-                             f"{stats['events'] / max(seconds, 1e-9):>12,.0f}"
-                             f" events/s  (run {rep + 1})")
-            rates = {m: stats["events"] / max(t, 1e-9)
-                     for m, t in best.items()}
-            rows.append((name, freq, latency, stats, rates))
-
-    ours = [m for m in args.methods if m.startswith("impatience")]
-    others = [m for m in args.methods if m not in ours]
-    head = ["workload", "F", "latency", "buffered", "late"] + args.methods
+    Columns: buffered = mean number of events held (sampled after every push),
+    late = dropped events, then events/s per method, and the speedup of
+    Impatience over the best other method.
+    """
+    ours = [m for m in settings.methods if m.startswith("impatience")]
+    others = [m for m in settings.methods if m not in ours]
+    head = ["workload", "F", "latency", "buffered", "late"] + list(settings.methods)
     if ours and others:
         head.append("speedup")
     table = [head]
-    for name, freq, latency, stats, rates in rows:
-        row = [name, f"{freq:,}", f"{latency:,}", f"{stats['buffered']:,.0f}",
-               f"{stats['late']:,}"] + [_rate(rates[m]) for m in args.methods]
+    for row in rows:
+        cells = [row.workload, f"{row.frequency:,}", f"{row.latency:,}", f"{row.buffered:,.0f}",
+                 f"{row.late:,}"] + [_rate(row.rates[m]) for m in settings.methods]
         if ours and others:
-            speedup = (max(rates[m] for m in ours)
-                       / max(rates[m] for m in others))
-            row.append(f"{speedup:.2f}x")
-        table.append(row)
+            speedup = max(row.rates[m] for m in ours) / max(row.rates[m] for m in others)
+            cells.append(f"{speedup:.2f}x")
+        table.append(cells)
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    print(f"# {args.events:,} events per workload, seed {args.seed}, best of "
-          f"{args.repeat}, {args.clock} time, Python "
-          f"{sys.version.split()[0]}")
-    print(f"# synthetic: p={args.p:g}%, d={args.d:g}; sources: "
-          f"{args.sources} sources, lags < {args.skew:,}, "
-          f"mean burst {args.burst:g}")
-    print("# buffered = mean events held; late = events dropped (the same "
-          "for every method); method columns = events/s")
-    for r in table:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                        for i, (c, w) in enumerate(zip(r, widths))))
-    progress(f"done in {time.perf_counter() - started:.0f}s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    lines = [
+        f"# {settings.events:,} events per workload, seed {settings.seed}, best of {settings.repeat}, "
+        f"{settings.clock} time, Python {sys.version.split()[0]}",
+        f"# synthetic: p={settings.percent:g}%, d={settings.stddev:g}; sources: {settings.sources} sources, "
+        f"lags < {settings.skew:,}, mean burst {settings.burst:g}",
+        "# buffered = mean events held; late = events dropped (the same for every method); "
+        "method columns = events/s",
+    ]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+              for r in table]
+    return "\n".join(lines)

@@ -17,6 +17,7 @@ from flamespark.engines.spark.processors import (
     StageProcessor,
 )
 from flamespark.engines.spark.files import file_stream
+from flamespark.engines.spark.interrupt import interrupt_flag
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
 from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
@@ -209,21 +210,34 @@ def run_spark(graph, inputs, options: RunOptions, rate=None, master=None, checkp
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+# How often a wait for the query looks for Ctrl-C (s).
+_POLL_S = 0.2
+
+
 def _await(query, timeout, follow=False):
-    """Wait for the query to end; a `follow` query is stopped cleanly at `timeout` or on Ctrl-C."""
-    try:
-        finished = query.awaitTermination(timeout)
-    except KeyboardInterrupt:
+    """Wait for the query to end, stopping it cleanly on Ctrl-C or at `timeout` s.
+
+    Stopped on Ctrl-C, a `follow` query returns (its releases so far are the
+    run's result), any other raises KeyboardInterrupt; stopped at `timeout`, a
+    query that is not `follow` raises FlameSparkError.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with interrupt_flag() as interrupted:
+        while not interrupted.is_set():
+            wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
+            if wait <= 0:
+                query.stop()
+                if follow:
+                    return
+                raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
+            try:
+                if query.awaitTermination(max(wait, 0.001)):  # Spark takes whole milliseconds, at least one
+                    return
+            except Exception as exc:  # a StreamingQueryException wraps the worker's error
+                raise _translate(exc) from None
         query.stop()
-        if follow:
-            return
-        raise
-    except Exception as exc:  # a StreamingQueryException wraps the worker's error
-        raise _translate(exc) from None
-    if finished is False:
-        query.stop()
-        if not follow:
-            raise FlameSparkError(f"the Spark query did not finish within {timeout} s and was stopped")
+    if not follow:
+        raise KeyboardInterrupt
 
 
 _ERROR_LINE = re.compile(rf"{re.escape(errors.__name__)}\.(\w+): (.*)")  # how a worker's traceback names our errors

@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from flamespark.core.errors import FlameSparkError
+from flamespark.engines.spark.interrupt import quiet_interrupts
 
 LOG_DIR = Path(tempfile.gettempdir()) / "flamespark-logs"
 LOG_FILE = LOG_DIR / "spark.log"
@@ -42,7 +43,8 @@ def _expose_python_path():
 
 
 def spark_session(master: str | None = None, shards: int | None = None):
-    """Get or build the session; Spark's own output goes to LOG_FILE, not the terminal."""
+    """Get or build the session; Spark's own output goes to LOG_FILE, not the terminal, and Ctrl-C
+    is quiet (`interrupt.quiet_interrupts`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -85,4 +87,5 @@ def spark_session(master: str | None = None, shards: int | None = None):
         os.dup2(saved, 2)
         os.close(saved)
     session.sparkContext.setLogLevel("ERROR")
+    quiet_interrupts()
     return session

@@ -17,8 +17,7 @@ from flamespark.core.codec import pack
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
 from flamespark.engines.spark.rows import EVENT
 from flamespark.io.atomic import write_atomic
-
-BASELINES = ("key", "shard")
+from flamespark.tools.overhead.settings import BASELINES
 BASELINE_SCHEMA = "key STRING, count LONG, ts LONG"
 
 

@@ -13,6 +13,7 @@ from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.overhead.baseline import run_baseline, write_baseline_input
 from flamespark.tools.overhead.progress import ProgressListener, summarize
 from flamespark.tools.overhead.report import make_report
+from flamespark.tools.overhead.settings import Settings
 from flamespark.tools.overhead.workload import FLAMESPARK_OPERATORS, make_events, max_lag, run_flamespark
 
 WARMUP_BATCHES = 4
@@ -32,34 +33,38 @@ def _write_inputs(workdir: Path, name: str, events: list) -> tuple[Path, Path]:
     return jsonl, replay
 
 
-def _run(query: str, spark, args, listener, events: list, paths: tuple, batch_rows: int, reorder_latency: int) -> dict:
+def _run(query: str, spark, settings: Settings, listener, events: list, paths: tuple, batch_rows: int,
+         reorder_latency: int) -> dict:
     """One summarised run of query A (`flamespark`) or B (`baseline`)."""
     jsonl, replay = paths
     if query == "flamespark":
-        facts = run_flamespark(spark, jsonl, len(events), batch_rows, reorder_latency, args.shards, listener)
+        facts = run_flamespark(spark, jsonl, len(events), batch_rows, reorder_latency, settings.shards, listener)
         return summarize(facts, FLAMESPARK_OPERATORS)
-    facts = run_baseline(spark, replay, len(events), batch_rows, args.baseline, args.shards, listener)
-    return summarize(facts, [f"count by {args.baseline}"])
+    facts = run_baseline(spark, replay, len(events), batch_rows, settings.baseline, settings.shards, listener)
+    return summarize(facts, [f"count by {settings.baseline}"])
 
 
-def benchmark(args, spark=None) -> dict:
-    """Warm up, run A and B alternately `args.repeat` times, and return the report."""
+def benchmark(settings: Settings = Settings(), spark=None) -> dict:
+    """Warm up, run A and B alternately `settings.repeat` times, and return the report.
+
+    Runs on `spark` if given, else on a session built from `settings.master` and `settings.shards`.
+    """
     workdir = Path(tempfile.mkdtemp(prefix="flamespark-overhead-"))
     try:
-        say(f"generating {args.events:,} events over {args.keys} keys "
-            f"({args.percent:g} % delayed by |N(0, {args.stddev_ms:g} ms)|, ts every {args.spacing_ms} ms)")
-        events = make_events(args.events, args.keys, args.spacing_ms, args.percent, args.stddev_ms, args.seed)
+        say(f"generating {settings.events:,} events over {settings.keys} keys "
+            f"({settings.percent:g} % delayed by |N(0, {settings.stddev_ms:g} ms)|, ts every {settings.spacing_ms} ms)")
+        events = make_events(settings.events, settings.keys, settings.spacing_ms, settings.percent, settings.stddev_ms,
+                             settings.seed)
         reorder_latency = max_lag(events)
         measured = _write_inputs(workdir, "events", events)
-        warm = events[: args.warmup_events]
+        warm = events[: settings.warmup_events]
         warm_paths = _write_inputs(workdir, "warmup", warm)
 
-        say(f"starting Spark ({args.master}, {args.shards} shuffle partitions)")
+        say(f"starting Spark ({settings.master}, {settings.shards} shuffle partitions)")
         started = time.perf_counter()
-        spark = spark or spark_session(args.master, args.shards)
+        spark = spark or spark_session(settings.master, settings.shards)
         session_s = time.perf_counter() - started
-        for setting in args.conf or []:
-            key, _, value = setting.partition("=")
+        for key, value in settings.conf:
             spark.conf.set(key, value)
         listener = ProgressListener()
         spark.streams.addListener(listener)
@@ -67,17 +72,17 @@ def benchmark(args, spark=None) -> dict:
             # Several micro-batches, so that the warm-up also runs the later-batch path (state to load).
             warm_rows = max(1, math.ceil(len(warm) / WARMUP_BATCHES))
             say(f"session ready in {session_s:.1f} s; warming up on {len(warm)} events, {warm_rows} a batch")
-            warmup = [_run(query, spark, args, listener, warm, warm_paths, warm_rows, max_lag(warm))
+            warmup = [_run(query, spark, settings, listener, warm, warm_paths, warm_rows, max_lag(warm))
                       for query in QUERIES]
             say("warm-up: " + ", ".join(f"{w['query']} {w['wall_s']:.1f} s" for w in warmup))
             runs = []
-            for index in range(1, args.repeat + 1):
+            for index in range(1, settings.repeat + 1):
                 pair = {"run": index}
                 for query in QUERIES if index % 2 else QUERIES[::-1]:
-                    say(f"run {index}/{args.repeat}: {query} ...")
-                    done = pair[query] = _run(query, spark, args, listener, events, measured, args.batch_rows,
+                    say(f"run {index}/{settings.repeat}: {query} ...")
+                    done = pair[query] = _run(query, spark, settings, listener, events, measured, settings.batch_rows,
                                               reorder_latency)
-                    say(f"run {index}/{args.repeat}: {query} {done['wall_s']:.1f} s, "
+                    say(f"run {index}/{settings.repeat}: {query} {done['wall_s']:.1f} s, "
                         f"{done['events_per_s']:,.0f} events/s, {done['batches']} batches, {done['outputs']:,} outputs")
                 pair["ratio"] = pair["flamespark"]["wall_s"] / pair["baseline"]["wall_s"]
                 runs.append(pair)
@@ -85,4 +90,4 @@ def benchmark(args, spark=None) -> dict:
             spark.streams.removeListener(listener)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return make_report(args, runs, warmup, reorder_latency, session_s)
+    return make_report(settings, runs, warmup, reorder_latency, session_s)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import statistics
 
-from flamespark.tools.bench import machine
+from flamespark.tools.machine import machine
+from flamespark.tools.overhead.settings import Settings
 
 GOAL = 1.5
 
@@ -14,7 +15,8 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def make_report(args, runs: list, warmup: list, reorder_latency: int, session_s: float) -> dict:
+def make_report(settings: Settings, runs: list, warmup: list, reorder_latency: int, session_s: float) -> dict:
+    """The report of `settings`' runs: medians, the ratio A/B against the goal, checks, and the runs."""
     medians = {}
     for query in ("flamespark", "baseline"):
         entries = [pair[query] for pair in runs]
@@ -32,25 +34,27 @@ def make_report(args, runs: list, warmup: list, reorder_latency: int, session_s:
         pair["later_batches_ratio"] = pair["flamespark"]["time"]["later_batches_s"] / later if later else None
     ratio = _median([pair["ratio"] for pair in runs])
     checks = {
-        "flamespark_outputs_equal_events": all(p["flamespark"]["outputs"] == args.events for p in runs),
-        "baseline_outputs_equal_events": all(p["baseline"]["outputs"] == args.events for p in runs),
+        "flamespark_outputs_equal_events": all(p["flamespark"]["outputs"] == settings.events for p in runs),
+        "baseline_outputs_equal_events": all(p["baseline"]["outputs"] == settings.events for p in runs),
         "same_micro_batches": all(p["flamespark"]["time"]["micro_batches"] == p["baseline"]["time"]["micro_batches"]
                                   for p in runs),
         "nothing_late": all(p["flamespark"]["late"] == 0 for p in runs),
     }
     return {
         "benchmark": "overhead of FlameSpark over an order-ignorant Spark stateful query (issue 3)",
-        "input": {"events": args.events, "keys": args.keys, "spacing_ms": args.spacing_ms, "percent": args.percent,
-                  "stddev_ms": args.stddev_ms, "seed": args.seed, "batch_rows": args.batch_rows,
+        "input": {"events": settings.events, "keys": settings.keys, "spacing_ms": settings.spacing_ms,
+                  "percent": settings.percent, "stddev_ms": settings.stddev_ms, "seed": settings.seed,
+                  "batch_rows": settings.batch_rows,
                   "reorder_latency_ms": reorder_latency},
         "queries": {
             "flamespark": "flamespark.run(engine='spark'): replay -> ingest TWS (one group) -> stateful count TWS "
                           "+ barrier (by shard) -> foreachBatch",
-            "baseline": f"replay -> mapInArrow (decode key) -> groupBy({args.baseline}) TWS "
-                        + ("(ValueState count per key)" if args.baseline == "key" else "(msgpack dict per shard)")
+            "baseline": f"replay -> mapInArrow (decode key) -> groupBy({settings.baseline}) TWS "
+                        + ("(ValueState count per key)" if settings.baseline == "key" else "(msgpack dict per shard)")
                         + " -> foreachBatch",
         },
-        "spark": {"master": args.master, "shards": args.shards, "conf": args.conf or [], "session_start_s": session_s},
+        "spark": {"master": settings.master, "shards": settings.shards,
+                  "conf": [f"{key}={value}" for key, value in settings.conf], "session_start_s": session_s},
         "machine": dict(machine(), load_average=list(os.getloadavg())),
         "warmup": warmup,
         "runs": runs,

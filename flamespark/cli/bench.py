@@ -1,0 +1,43 @@
+"""`flamespark bench`: the optimistic mode against the buffered baseline on the same input."""
+import argparse
+import sys
+
+from flamespark.cli.arguments import non_negative_float, percent
+from flamespark.cli.run import add_pipeline_arguments, run_options
+
+
+def sweep_points(text: str) -> list:
+    """`percent=P1,P2,...`: the disorder percents of a sweep."""
+    name, sep, values = text.partition("=")
+    if name != "percent" or not sep:
+        raise argparse.ArgumentTypeError(f"expected percent=P1,P2,..., got {text!r}")
+    try:
+        return [percent(value) for value in values.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"percentages: {exc}") from None
+
+
+def add_parser(commands):
+    parser = commands.add_parser(
+        "bench", help="compare the optimistic mode with the buffered baseline",
+        description="Run both modes on the same input (and, with --sweep, on re-disordered copies of it) and "
+                    "write DIR/report.json, DIR/report.md and plots. Exit status 1 if their outputs differ.")
+    add_pipeline_arguments(parser)
+    parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=sweep_points, default=[],
+                        help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
+    parser.add_argument("--stddev-ms", metavar="MS", type=non_negative_float, default=1000.0,
+                        help="delay standard deviation of the sweep (default: 1000)")
+    parser.add_argument("--seed", metavar="S", type=int, default=0, help="random seed of the sweep (default: 0)")
+    parser.set_defaults(handler=command)
+
+
+def command(args) -> int:
+    from flamespark.tools.bench import bench, outputs_equal
+    from flamespark.tools.loader import load_graph
+
+    report = bench(load_graph(args.pipeline), args.input, args.out, sweep=args.sweep, stddev_ms=args.stddev_ms,
+                   seed=args.seed, title=args.pipeline, **run_options(args))
+    equal = outputs_equal(report)
+    print(f"bench: report in {args.out / 'report.md'}" + ("" if equal else "; OUTPUTS DIFFER between modes"),
+          file=sys.stderr)
+    return 0 if equal else 1

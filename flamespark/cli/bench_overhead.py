@@ -1,0 +1,68 @@
+"""`flamespark bench-overhead`: FlameSpark's running count on Spark against an order-ignorant Spark query."""
+import argparse
+import json
+from pathlib import Path
+
+from flamespark.cli.arguments import non_negative_float, percent, positive_int
+from flamespark.tools.overhead.settings import BASELINES, Settings
+
+DEFAULTS = Settings()
+
+
+def spark_setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def add_parser(commands):
+    parser = commands.add_parser(
+        "bench-overhead", help="FlameSpark's overhead on Spark against an order-ignorant stateful query",
+        description="Events/s of a per-key running count through FlameSpark on Spark against the same count "
+                    "written as an order-ignorant Spark stateful query (transformWithStateInPandas), both on one "
+                    "SparkSession and the same replayed input; prints the runs and the ratio of wall times "
+                    "(goal <= 1.5). Exit status 1 if a check fails (outputs, micro-batches, late events).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--events", type=positive_int, default=DEFAULTS.events, metavar="N", help="number of events")
+    parser.add_argument("--keys", type=positive_int, default=DEFAULTS.keys, metavar="K", help="number of distinct keys")
+    parser.add_argument("--spacing-ms", type=positive_int, default=DEFAULTS.spacing_ms, metavar="MS",
+                        help="event-time distance between consecutive events (10 ms: a delay of 1 s moves an event "
+                             "about 100 places)")
+    parser.add_argument("--batch-rows", type=positive_int, default=DEFAULTS.batch_rows, metavar="R",
+                        help="rows per micro-batch (the replay source's maxRowsPerBatch, for both queries)")
+    parser.add_argument("--percent", type=percent, default=DEFAULTS.percent, metavar="P",
+                        help="percent of events delayed")
+    parser.add_argument("--stddev-ms", type=non_negative_float, default=DEFAULTS.stddev_ms, metavar="D",
+                        help="standard deviation of the delays |N(0, D)|")
+    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed of keys and delays")
+    parser.add_argument("--repeat", type=positive_int, default=DEFAULTS.repeat,
+                        help="measured runs of each query (alternating)")
+    parser.add_argument("--warmup-events", type=positive_int, default=DEFAULTS.warmup_events, metavar="N",
+                        help="events of the warm-up runs (in about 4 micro-batches)")
+    parser.add_argument("--baseline", choices=BASELINES, default=DEFAULTS.baseline,
+                        help="order-ignorant query groups by key (ValueState per key) or by shard (msgpack dict)")
+    parser.add_argument("--master", default=DEFAULTS.master, help="Spark master URL")
+    parser.add_argument("--shards", type=positive_int, default=DEFAULTS.shards,
+                        help="shards of FlameSpark = Spark shuffle partitions")
+    parser.add_argument("--conf", action="append", type=spark_setting, default=[], metavar="KEY=VALUE",
+                        help="a Spark SQL setting applied to both queries (repeatable)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the report as JSON here")
+    parser.set_defaults(handler=command)
+
+
+def command(args) -> int:
+    from flamespark.io.jsonl import write_atomic
+    from flamespark.tools.overhead.benchmark import benchmark, say
+    from flamespark.tools.overhead.report import table
+
+    settings = Settings(events=args.events, keys=args.keys, spacing_ms=args.spacing_ms, percent=args.percent,
+                        stddev_ms=args.stddev_ms, seed=args.seed, batch_rows=args.batch_rows, repeat=args.repeat,
+                        warmup_events=args.warmup_events, baseline=args.baseline, master=args.master,
+                        shards=args.shards, conf=tuple(args.conf))
+    report = benchmark(settings)
+    if args.out:
+        write_atomic(args.out, json.dumps(report, indent=2) + "\n")
+        say(f"report in {args.out}")
+    print(table(report))
+    return 0 if all(report["checks"].values()) else 1

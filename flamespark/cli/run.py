@@ -1,0 +1,103 @@
+"""`flamespark run`: a pipeline over JSONL or Parquet inputs, written to an output directory."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from flamespark.runtime.options import ENGINES
+from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
+from flamespark.io.sinks import SINK_FORMATS
+from flamespark.runtime.progress import POLICIES
+from flamespark.runtime.plan import MODES
+
+
+def _input_pair(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
+    return name, path
+
+
+class _Inputs(argparse.Action):
+    """Collects repeated `--input NAME=PATH` into a dict of source name to path; a name given twice is refused."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        inputs = dict(getattr(namespace, self.dest) or {})
+        name, path = value
+        if name in inputs:
+            raise argparse.ArgumentError(self, f"source {name!r} given twice")
+        inputs[name] = path
+        setattr(namespace, self.dest, inputs)
+
+
+def add_pipeline_arguments(parser: argparse.ArgumentParser):
+    """The pipeline, its inputs, the output directory and the run options: shared by `run` and `bench`."""
+    parser.add_argument("pipeline", metavar="PATH.py:ATTR", help="Python file and the Graph in it (ATTR defaults to 'graph')")
+    parser.add_argument("--input", metavar="NAME=PATH", action=_Inputs, type=_input_pair, required=True,
+                        help="events for source NAME: a JSONL file (one object per line with an integer 'ts'), or a "
+                             "directory of such .jsonl files or of .parquet files with an integer column 'ts' "
+                             "(Spark's file source; the local engine reads them in name order); repeat per source")
+    parser.add_argument("--out", metavar="DIR", required=True, type=Path, help="output directory")
+    parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
+    parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=0,
+                        help="how far (ms) an event may arrive behind the newest one of its source (default: 0)")
+    parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (dead-letter), adjust or fail")
+    parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
+                        help="replay JSONL file inputs at this rate (spark engine; default: as fast as possible)")
+    parser.add_argument("--master", metavar="URL", default=None, help="Spark master URL (default: local[*])")
+    parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,
+                        help="Spark checkpoint directory; rerun with the same one to resume (default: DIR/_checkpoint)")
+    parser.add_argument("--max-rows-per-batch", metavar="N", type=positive_int, default=None,
+                        help="replay at most N events of each JSONL file input in each Spark micro-batch, so batch "
+                             "boundaries do not depend on timing (spark engine; default: all available)")
+
+
+def run_options(args) -> dict:
+    """The run options of `add_pipeline_arguments`, as keyword arguments of the tools."""
+    return dict(engine=args.engine, reorder_latency=args.reorder_latency, late=args.late, rate=args.rate,
+                master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch)
+
+
+def add_parser(commands):
+    parser = commands.add_parser(
+        "run", help="run a pipeline over JSONL or Parquet inputs",
+        description="Run a pipeline and write DIR/<sink>.jsonl (or .parquet), DIR/late.jsonl and DIR/metrics.json. "
+                    "On Spark, Ctrl-C stops the run cleanly; rerun the same command (the same --checkpoint) to "
+                    "resume where it stopped.")
+    add_pipeline_arguments(parser)
+    parser.add_argument("--mode", choices=MODES, default="optimistic",
+                        help="optimistic (default) or the buffered baseline")
+    parser.add_argument("--sink-format", choices=SINK_FORMATS, default="jsonl",
+                        help="file format of the sinks' outputs (default: jsonl); Parquet keeps dict payloads as columns")
+    parser.add_argument("--follow", action="store_true",
+                        help="keep reading input directories for new files until Ctrl-C, which stops cleanly "
+                             "(exit status 0; rerun with the same --checkpoint to go on); each micro-batch's releases "
+                             "are written as it ends, to DIR/<sink>/batch-N.<format> and DIR/late/ (spark engine)")
+    parser.add_argument("--idle-timeout", metavar="SECONDS", type=positive_float, default=None,
+                        help="a source that delivers nothing for this long stops holding back the others' releases; "
+                             "its later events behind them are late (spark engine; default: wait for every source)")
+    parser.set_defaults(handler=command)
+
+
+def command(args) -> int:
+    from flamespark.tools.runner import checkpoint_directory, run_to_directory
+
+    checkpoint = checkpoint_directory(args.out, args.checkpoint)
+    try:
+        result = run_to_directory(args.pipeline, args.input, args.out, mode=args.mode, sink_format=args.sink_format,
+                                  follow=args.follow, idle_timeout=args.idle_timeout, **run_options(args))
+    except KeyboardInterrupt:
+        if args.engine == "local":
+            raise
+        print(f"flamespark: stopped before the end of the input; rerun the same command to resume "
+              f"(checkpoint {checkpoint})", file=sys.stderr)
+        return 130
+    metrics = result.metrics
+    summary = (f"released {metrics['released']} record(s) from {metrics['events']} event(s) "
+               f"(late {metrics['late_dropped'] + metrics['late_adjusted']}, "
+               f"replay ratio {metrics['replay_ratio']:.3f}); outputs in {args.out}")
+    if args.follow:
+        summary = f"flamespark: stopped; {summary}; rerun the same command to go on (checkpoint {checkpoint})"
+    print(summary, file=sys.stderr)
+    return 0

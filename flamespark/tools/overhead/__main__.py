@@ -1,6 +1,0 @@
-"""`python -m flamespark.tools.overhead`."""
-import sys
-
-from flamespark.tools.overhead.cli import main
-
-sys.exit(main())

@@ -125,7 +125,7 @@ class Bucket:
         """The bucket as msgpack-able lists, for engines that keep it in a state store."""
         items = self._items
         visible = [
-            [identity[0].dump(), identity[1], items[identity].arrival, items[identity].is_state, count]
+            [identity[0].dump(), identity[1], items[identity].arrival, count]
             for identity, count in self._counts.items()
             if identity in items
         ]
@@ -137,8 +137,8 @@ class Bucket:
         """Rebuild a bucket from `dump()`."""
         bucket = cls(window)
         bucket.horizon, visible, pending = dumped
-        for meta, data, arrival, is_state, count in visible:
-            item = Item(Meta.load(meta), unpack(data), data, False, arrival, is_state)
+        for meta, data, arrival, count in visible:
+            item = Item(Meta.load(meta), unpack(data), data, False, arrival)
             bucket._items[item.identity] = item
             bucket._counts[item.identity] = count
             bucket._order.append(item.identity)

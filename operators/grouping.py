@@ -18,7 +18,14 @@ class WindowedGrouping(KeyedOperator):
     kind = "group_by"
 
     def __init__(self, name, key, window):
-        super().__init__(name, key, window)
+        super().__init__(name, key)
+        self.window = window
+
+    def new_bucket(self) -> Bucket:
+        return Bucket(self.window)
+
+    def load_bucket(self, dumped) -> Bucket:
+        return Bucket.load(self.window, dumped)
 
     def apply(self, bucket, item):
         return [window_item(window, tombstone) for tombstone, window in bucket.add(item)]

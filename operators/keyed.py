@@ -2,7 +2,6 @@
 from flamespark.core.errors import InternalError
 from flamespark.core.items import encode
 from operators.base import BoundaryOperator
-from operators.bucket import Bucket
 from operators.store import DictState
 
 
@@ -12,15 +11,15 @@ class KeyedOperator(BoundaryOperator):
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
     `window - 1`, which later windows may still need. Buckets are collected when
     next touched, and all held ones in a sweep when the state says one is due.
-    Subclasses implement `apply(bucket, item)`.
+    Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`) and
+    implement `apply(bucket, item)`.
     """
 
-    def __init__(self, name, key, window):
+    def __init__(self, name, key):
         super().__init__(name)
         if not callable(key):
             raise TypeError(f"key of operator {name!r} must be callable")
         self.key = key
-        self.window = window
 
     def new_state(self) -> DictState:
         return DictState()
@@ -33,12 +32,20 @@ class KeyedOperator(BoundaryOperator):
         key_data = self.key_of(item)
         bucket = state.get(key_data)
         if bucket is None:
-            bucket = Bucket(self.window)
+            bucket = self.new_bucket()
         elif bucket.horizon < state.horizon:
             self._collect(bucket, state.horizon)
         out = self.apply(bucket, item)
         self._store(state, key_data, bucket)
         return out
+
+    def new_bucket(self):
+        """An empty bucket for a key seen for the first time."""
+        raise NotImplementedError
+
+    def load_bucket(self, dumped):
+        """A bucket from its `dump()`, for engines that keep buckets in a state store."""
+        raise NotImplementedError
 
     def apply(self, bucket, item) -> list:
         """Add `item` to its key's `bucket`; returns the items that change makes."""

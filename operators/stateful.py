@@ -1,72 +1,56 @@
-"""The stateful loop: grouping with window 2, a combine map, and a feedback edge (paper §V-C)."""
-from flamespark.core.codec import unpack
+"""The stateful operator: `update(state, payload) -> (new_state, outputs)` per key, in meta order (paper §V-C)."""
 from flamespark.core.errors import UserFunctionError
 from flamespark.core.items import Item, encode
-from operators.base import cancel_pairs
 from operators.keyed import KeyedOperator
+from operators.statelog import NO_STATE, StateLog, Step
 
 
 class StatefulLoop(KeyedOperator):
-    """Runs `update(state, item) -> (new_state, outputs)` per key, in meta order.
+    """Runs `update` per key in meta order; a late item re-runs it from its place in the key's history on.
 
-    Per key, a window-2 grouping holds input items and the state items fed
-    back by the combine map, each state right after the item that made it. The
-    combine map acts only on windows `(item,)` (first item of a key: state is
-    None) and `(state, item)`; every other window is transient and ignored. A
-    tombstone for a window replays `update` on it to cancel its state and
-    outputs, so `update` must be deterministic. The feedback runs on an
-    explicit stack: a late item retracts the whole tail of its key.
+    Semantically this is the paper's construction: a window-2 grouping of
+    items and the states fed back to it, and a combine map that runs `update`
+    on `(item,)` or `(state, item)` windows (the literal form is kept as the
+    test oracle, `tests/literal_stateful.py`). Per key it keeps a `StateLog`,
+    so an item in order costs one `update` call, and a late item or a
+    tombstone re-runs `update` only while the state it starts from changed.
+    `update` must be deterministic and must not mutate its arguments.
     """
 
     kind = "stateful"
 
     def __init__(self, name, key, update):
-        super().__init__(name, key, window=2)
+        super().__init__(name, key)
         if not callable(update):
             raise TypeError(f"update of operator {name!r} must be callable")
         self.update = update
 
-    def apply(self, bucket, item):
-        outputs = []
-        if not item.tombstone and bucket.takes_at_end(item):
-            # In order (the common case): the window is (last state, item) or (item,), and the new
-            # state goes straight to the end of the bucket; the same as the loop below, without it.
-            last = bucket.last()
-            if last is None or last.is_state:
-                bucket.append(item)
-                window = (item,) if last is None else (last, item)
-                bucket.append(self._combine(window, False, outputs))
-                return outputs
-        feedback = [item]
-        while feedback:
-            for tombstone, window in bucket.add(feedback.pop()):
-                state = self._combine(window, tombstone, outputs)
-                if state is not None:
-                    feedback.append(state)
-        return cancel_pairs(outputs)
+    def new_bucket(self) -> StateLog:
+        return StateLog()
 
-    def _combine(self, window, tombstone, outputs):
-        """The combine map: run `update` on `(item,)` or `(state, item)`; returns the new state item."""
-        item = window[-1]
-        if item.is_state:
-            return None
-        if len(window) == 1:
-            state = None
-        elif window[0].is_state:
-            state = unpack(window[0].data)
+    def load_bucket(self, dumped) -> StateLog:
+        return StateLog.load(dumped)
+
+    def apply(self, log, item):
+        return log.add(item, self._run)
+
+    def _run(self, item, previous) -> Step:
+        """The combine map: `update` on `item` after step `previous` (None for a key's first item)."""
+        if previous is None:
+            state, base, arrival = None, NO_STATE, item.arrival
         else:
-            return None
+            state, base = previous.state, previous.state_data
+            arrival = previous.arrival if previous.arrival > item.arrival else item.arrival
         new_state, results = self._call_update(item, state)
-        arrival = max(element.arrival for element in window)
-        meta = item.meta
+        meta, name = item.meta, self.name
+        outputs = []
         for index, payload in enumerate(results):
             out_meta = meta.child(index)
-            outputs.append(Item(out_meta, payload, encode(payload, self.name, out_meta), tombstone, arrival))
-        state_meta = meta.child(0)
-        return Item(state_meta, new_state, encode(new_state, self.name, state_meta), tombstone, arrival, True)
+            outputs.append(Item(out_meta, payload, encode(payload, name, out_meta), False, arrival))
+        return Step(item, base, new_state, encode(new_state, name, meta), arrival, outputs)
 
     def _call_update(self, item, state):
-        result = self.call("update", self.update, item, state, unpack(item.data))
+        result = self.call("update", self.update, item, state, item.payload)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise UserFunctionError(
                 f"update function of stateful operator {self.name!r} must return (new_state, outputs), "
@@ -80,4 +64,4 @@ class StatefulLoop(KeyedOperator):
                 f"update function of stateful operator {self.name!r} must return outputs as an iterable "
                 f"of payloads (e.g. a list), got {type(results).__name__} (on {item.meta.describe()})"
             )
-        return new_state, list(results)
+        return new_state, results

@@ -49,25 +49,24 @@ class Item:
 
     Two items are the same item when meta and data are equal: that is what a
     tombstone matches on. `arrival` (wall-clock seconds of the latest input
-    event the item depends on) and `is_state` never take part in identity.
+    event the item depends on) never takes part in identity.
     """
 
-    __slots__ = ("meta", "payload", "data", "tombstone", "arrival", "is_state")
+    __slots__ = ("meta", "payload", "data", "tombstone", "arrival")
 
-    def __init__(self, meta, payload, data, tombstone=False, arrival=0.0, is_state=False):
+    def __init__(self, meta, payload, data, tombstone=False, arrival=0.0):
         self.meta = meta
         self.payload = payload
         self.data = data
         self.tombstone = tombstone
         self.arrival = arrival
-        self.is_state = is_state
 
     @property
     def identity(self):
         return (self.meta, self.data)
 
     def __repr__(self):
-        kind = "Tombstone" if self.tombstone else ("State" if self.is_state else "Item")
+        kind = "Tombstone" if self.tombstone else "Item"
         return f"{kind}({self.meta.ts}, {self.meta.source!r}, {self.meta.path}, {self.payload!r})"
 
 
@@ -82,6 +81,6 @@ def encode(payload, operator: str, meta: Meta) -> bytes:
         ) from None
 
 
-def derive(parent: Item, meta: Meta, payload, operator: str, is_state=False) -> Item:
+def derive(parent: Item, meta: Meta, payload, operator: str) -> Item:
     """A derivative of `parent`: same tombstone flag and arrival."""
-    return Item(meta, payload, encode(payload, operator, meta), parent.tombstone, parent.arrival, is_state)
+    return Item(meta, payload, encode(payload, operator, meta), parent.tombstone, parent.arrival)

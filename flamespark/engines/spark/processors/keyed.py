@@ -7,7 +7,6 @@ from barrier.barrier import Barrier, BarrierState
 from flamespark.core.errors import InternalError
 from flamespark.engines.spark.processors.blob import metric_row
 from flamespark.engines.spark.rows import ITEM, OUT, PUNCT, encode_time, item_row
-from operators.bucket import Bucket
 from operators.store import KeyedState
 
 
@@ -20,10 +19,10 @@ class BlobBuckets(KeyedState):
     so each punctuation sweeps them all.
     """
 
-    def __init__(self, blobs: dict, window: int, horizon):
+    def __init__(self, blobs: dict, load, horizon):
         super().__init__(horizon)
         self._blobs = blobs
-        self._window = window
+        self._load = load
         self._held = {}
         self._changed = set()
 
@@ -32,7 +31,7 @@ class BlobBuckets(KeyedState):
         if bucket is None:
             blob = self._blobs.get(key)
             if blob is not None:
-                bucket = self._held[key] = Bucket.load(self._window, msgpack.unpackb(blob))
+                bucket = self._held[key] = self._load(msgpack.unpackb(blob))
         return bucket
 
     def put(self, key, bucket):
@@ -64,7 +63,7 @@ class StageState:
         self.operators = operators
         self.stored = stored
         self.states = {
-            name: BlobBuckets(stored.setdefault(name, {}), operator.window, horizon)
+            name: BlobBuckets(stored.setdefault(name, {}), operator.load_bucket, horizon)
             for name, operator in operators.items()
         }
 

@@ -1,0 +1,160 @@
+"""One key's history in a stateful operator: the items applied, in meta order, each with the state after it.
+
+The paper builds a stateful operator from a window-2 grouping, a combine map
+and a feedback edge. `StateLog` keeps the same history in the form the work
+needs: per applied item a `Step` with the state it started from, the state
+after it and the outputs it made. An in-order item is one `update` call and
+an append; a late item or a tombstone re-runs `update` from its place on,
+retracting exactly the outputs that change, and stops at the first step whose
+incoming state comes out as it was.
+"""
+from bisect import bisect_left
+
+from flamespark.core.codec import pack, unpack
+from flamespark.core.items import Item, Meta
+
+NO_STATE = pack(None)
+
+
+class Step:
+    """An applied item (present `count` times), its incoming and resulting state, and its outputs."""
+
+    __slots__ = ("item", "count", "base", "state", "state_data", "arrival", "outputs")
+
+    def __init__(self, item, base: bytes, state, state_data: bytes, arrival: float, outputs: list):
+        self.item = item
+        self.count = 1
+        self.base = base
+        self.state = state
+        self.state_data = state_data
+        self.arrival = arrival
+        self.outputs = outputs
+
+
+class StateLog:
+    """A key's steps in meta order, and the tombstones that came before their items.
+
+    `add(item, run)` applies an item or a tombstone and returns what that
+    changes downstream: tombstones for outputs that no longer hold, then new
+    outputs. `run(item, previous_step)` is the operator's combine map.
+    """
+
+    __slots__ = ("horizon", "identities", "steps", "pending")
+
+    def __init__(self):
+        self.horizon = float("-inf")
+        self.identities = []
+        self.steps = []
+        self.pending = {}
+
+    def __len__(self):
+        return len(self.steps)
+
+    @property
+    def empty(self) -> bool:
+        return not self.steps and not self.pending
+
+    def add(self, item, run) -> list:
+        identity = item.identity
+        if item.tombstone:
+            return self._remove(identity, run)
+        if self.pending and self._cancel_pending(identity):
+            return []
+        identities, steps = self.identities, self.steps
+        if not identities or identities[-1] < identity:
+            step = run(item, steps[-1] if steps else None)
+            identities.append(identity)
+            steps.append(step)
+            return list(step.outputs)
+        position = bisect_left(identities, identity)
+        if position < len(identities) and identities[position] == identity:
+            steps[position].count += 1
+            return []
+        step = run(item, steps[position - 1] if position else None)
+        identities.insert(position, identity)
+        steps.insert(position, step)
+        return self._rerun(position + 1, run, list(step.outputs))
+
+    def _cancel_pending(self, identity) -> bool:
+        count = self.pending.get(identity)
+        if not count:
+            return False
+        if count == 1:
+            del self.pending[identity]
+        else:
+            self.pending[identity] = count - 1
+        return True
+
+    def _remove(self, identity, run) -> list:
+        identities = self.identities
+        position = bisect_left(identities, identity)
+        if position == len(identities) or identities[position] != identity:
+            self.pending[identity] = self.pending.get(identity, 0) + 1
+            return []
+        step = self.steps[position]
+        step.count -= 1
+        if step.count:
+            return []
+        del identities[position]
+        del self.steps[position]
+        return self._rerun(position, run, [tombstone(output) for output in step.outputs])
+
+    def _rerun(self, position, run, out) -> list:
+        """Re-run the steps from `position` on while the state they start from has changed."""
+        steps = self.steps
+        for index in range(position, len(steps)):
+            old = steps[index]
+            previous = steps[index - 1] if index else None
+            if (previous.state_data if previous else NO_STATE) == old.base:
+                break
+            new = run(old.item, previous)
+            new.count = old.count
+            if [output.data for output in new.outputs] == [output.data for output in old.outputs]:
+                new.outputs = old.outputs
+            else:
+                out.extend(tombstone(output) for output in old.outputs)
+                out.extend(new.outputs)
+            steps[index] = new
+        return out
+
+    def collect(self, time) -> int:
+        """Forget the steps with `ts <= time` but the last of them; returns orphan tombstones seen."""
+        self.horizon = time
+        cut = bisect_left(self.identities, ((time + 1,),)) - 1
+        if cut > 0:
+            del self.identities[:cut]
+            del self.steps[:cut]
+        if not self.pending:
+            return 0
+        return sum(count for (meta, _), count in self.pending.items() if meta[0] <= time)
+
+    def dump(self) -> list:
+        """The log as msgpack-able lists, for engines that keep it in a state store."""
+        steps = [
+            [step.item.meta.dump(), step.item.data, step.item.arrival, step.count, step.base, step.state_data,
+             step.arrival, [output.data for output in step.outputs]]
+            for step in self.steps
+        ]
+        pending = [[meta.dump(), data, count] for (meta, data), count in self.pending.items()]
+        return [self.horizon, steps, pending]
+
+    @classmethod
+    def load(cls, dumped) -> "StateLog":
+        """Rebuild a log from `dump()`."""
+        log = cls()
+        log.horizon, steps, pending = dumped
+        for meta, data, item_arrival, count, base, state_data, arrival, outputs in steps:
+            meta = Meta.load(meta)
+            item = Item(meta, unpack(data), data, False, item_arrival)
+            made = [Item(meta.child(index), unpack(out), out, False, arrival) for index, out in enumerate(outputs)]
+            step = Step(item, base, unpack(state_data), state_data, arrival, made)
+            step.count = count
+            log.identities.append(item.identity)
+            log.steps.append(step)
+        log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
+        return log
+
+
+def tombstone(item) -> Item:
+    """The tombstone that cancels `item`."""
+    return Item(item.meta, item.payload, item.data, True, item.arrival)

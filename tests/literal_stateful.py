@@ -1,0 +1,59 @@
+"""The paper's stateful operator, literally: a window-2 grouping, a combine map and a feedback edge.
+
+The product runs `operators.StatefulLoop`, which keeps a key's history as a
+log of steps; this is the construction it must agree with (tests/test_literal.py).
+Per key a window-2 `Bucket` holds input items and the state items fed back
+by the combine map, each state right after the item that made it. The
+combine map acts only on windows `(item,)` and `(state, item)`; a tombstone
+for a window replays `update` on it to cancel its state and outputs. The
+feedback runs on an explicit stack.
+"""
+from flamespark.core.codec import unpack
+from flamespark.core.items import Item, encode
+from operators.base import cancel_pairs
+from operators.bucket import Bucket
+from operators.keyed import KeyedOperator
+
+
+class StateItem(Item):
+    """A state fed back to the grouping."""
+
+    __slots__ = ()
+
+
+class LiteralStatefulLoop(KeyedOperator):
+    kind = "stateful"
+
+    def __init__(self, name, key, update):
+        super().__init__(name, key)
+        self.update = update
+
+    def new_bucket(self):
+        return Bucket(2)
+
+    def apply(self, bucket, item):
+        outputs, feedback = [], [item]
+        while feedback:
+            for tombstone, window in bucket.add(feedback.pop()):
+                state = self._combine(window, tombstone, outputs)
+                if state is not None:
+                    feedback.append(state)
+        return cancel_pairs(outputs)
+
+    def _combine(self, window, tombstone, outputs):
+        item = window[-1]
+        if isinstance(item, StateItem):
+            return None
+        if len(window) == 1:
+            state = None
+        elif isinstance(window[0], StateItem):
+            state = unpack(window[0].data)
+        else:
+            return None
+        new_state, results = self.update(state, unpack(item.data))
+        arrival = max(element.arrival for element in window)
+        for index, payload in enumerate(results or ()):
+            meta = item.meta.child(index)
+            outputs.append(Item(meta, payload, encode(payload, self.name, meta), tombstone, arrival))
+        meta = item.meta.child(0)
+        return StateItem(meta, new_state, encode(new_state, self.name, meta), tombstone, arrival)

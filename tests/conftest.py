@@ -2,11 +2,12 @@
 import pytest
 
 import flamespark as fs
-from flamespark.engines.spark.session import check_java, spark_session
 
 
 @pytest.fixture(scope="session")
 def spark():
+    from flamespark.engines.spark.session import check_java, spark_session
+
     try:
         check_java()
     except fs.FlameSparkError as exc:

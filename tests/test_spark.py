@@ -365,7 +365,7 @@ def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "totals.jsonl").read_text() == (readings.spark / "totals.jsonl").read_text()
     assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
-    assert json.loads((out / "metrics.json").read_text())["batches"] == readings.metrics["batches"]
+    assert json.loads((out / "metrics.json").read_text())["engine"]["batches"] == readings.metrics["engine"]["batches"]
 
 
 def test_cli_without_java_says_so_in_one_line(tmp_path):

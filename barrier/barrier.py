@@ -1,5 +1,6 @@
 """The barrier (paper Algorithm 3): the one buffer in front of all sinks."""
 import math
+from collections import Counter
 
 from barrier.impatience import ImpatienceSorter
 from flamespark.core.codec import unpack
@@ -97,29 +98,43 @@ class Barrier:
         if time <= state.horizon:
             return []
         state.horizon = time
-        tally = {}
-        for sink, item in state.held.flush(time):
-            identity = (item.meta, item.data, sink)
-            entry = tally.get(identity)
-            if entry is None:
-                entry = tally[identity] = [0, None]
-            if item.tombstone:
-                entry[0] -= 1
-            else:
-                entry[0] += 1
-                if entry[1] is None or item.arrival < entry[1].arrival:
-                    entry[1] = item
-        released = []
-        for (meta, data, sink), (count, item) in sorted(tally.items(), key=_order):
-            if count < 0:
-                raise InternalError(
-                    f"internal error: {-count} tombstone(s) for sink {sink!r} from {meta.describe()} "
-                    f"never met their item (payload {unpack(data)!r})"
-                )
-            released.extend([(sink, item)] * count)
+        released = state.held.flush(time)
+        if any(item.tombstone for _, item in released):
+            released = _cancel(released)
+        released.sort(key=_meta_order)
         state.released += len(released)
         return released
 
 
-def _order(entry):
-    return entry[0]
+def _cancel(entries: list) -> list:
+    """The items of `entries` that no tombstone among them cancels (of equal copies, the earliest to arrive)."""
+    cancelled = Counter((sink, item.meta, item.data) for sink, item in entries if item.tombstone)
+    copies = {}
+    survivors = []
+    for sink, item in entries:
+        if item.tombstone:
+            continue
+        identity = (sink, item.meta, item.data)
+        if identity in cancelled:
+            copies.setdefault(identity, []).append(item)
+        else:
+            survivors.append((sink, item))
+    for identity, count in cancelled.items():
+        sink, meta, data = identity
+        made = sorted(copies.get(identity, ()), key=_arrival)
+        if len(made) < count:
+            raise InternalError(
+                f"internal error: {count - len(made)} tombstone(s) for sink {sink!r} from {meta.describe()} "
+                f"never met their item (payload {unpack(data)!r})"
+            )
+        survivors.extend((sink, item) for item in made[: len(made) - count])
+    return survivors
+
+
+def _arrival(item):
+    return item.arrival
+
+
+def _meta_order(entry):
+    sink, item = entry
+    return item.meta, sink, item.data

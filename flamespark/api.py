@@ -26,7 +26,7 @@ def run_with_options(graph, inputs, options: RunOptions) -> Result:
     if options.engine == "local":
         from flamespark.engines.local import LocalRun
 
-        return LocalRun(graph, options.mode, options.reorder_latency, options.late, options.punctuate_every).run(inputs)
+        return LocalRun(graph, options).run(inputs)
     from flamespark.engines.spark import run_spark
 
     return run_spark(graph, inputs, options, **options.engine_options)

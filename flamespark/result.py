@@ -8,8 +8,10 @@ class Result:
 
     `metrics` has the same keys on every engine (see flamespark.runtime.metrics);
     `metrics["engine"]` holds the figures only the engine that ran has.
+    `latencies_ms` has every released output's latency, in release order.
     """
 
     outputs: dict = field(default_factory=dict)
     late: list = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
+    latencies_ms: list = field(default_factory=list)

@@ -39,10 +39,11 @@ class StateLog:
     outputs. `run(item, previous_step)` is the operator's combine map.
     """
 
-    __slots__ = ("horizon", "identities", "steps", "pending")
+    __slots__ = ("horizon", "base", "identities", "steps", "pending")
 
     def __init__(self):
         self.horizon = float("-inf")
+        self.base = None  # what is left of the last step a punctuation forgot: the state the next starts from
         self.identities = []
         self.steps = []
         self.pending = {}
@@ -52,7 +53,7 @@ class StateLog:
 
     @property
     def empty(self) -> bool:
-        return not self.steps and not self.pending
+        return not self.steps and not self.pending and self.base is None
 
     def add(self, item, run) -> list:
         identity = item.identity
@@ -62,7 +63,7 @@ class StateLog:
             return []
         identities, steps = self.identities, self.steps
         if not identities or identities[-1] < identity:
-            step = run(item, steps[-1] if steps else None)
+            step = run(item, steps[-1] if steps else self.base)
             identities.append(identity)
             steps.append(step)
             return list(step.outputs)
@@ -70,7 +71,7 @@ class StateLog:
         if position < len(identities) and identities[position] == identity:
             steps[position].count += 1
             return []
-        step = run(item, steps[position - 1] if position else None)
+        step = run(item, steps[position - 1] if position else self.base)
         identities.insert(position, identity)
         steps.insert(position, step)
         return self._rerun(position + 1, run, list(step.outputs))
@@ -104,7 +105,7 @@ class StateLog:
         steps = self.steps
         for index in range(position, len(steps)):
             old = steps[index]
-            previous = steps[index - 1] if index else None
+            previous = steps[index - 1] if index else self.base
             if (previous.state_data if previous else NO_STATE) == old.base:
                 break
             new = run(old.item, previous)
@@ -118,10 +119,13 @@ class StateLog:
         return out
 
     def collect(self, time) -> int:
-        """Forget the steps with `ts <= time` but the last of them; returns orphan tombstones seen."""
+        """Forget the steps with `ts <= time`, keeping the state after the last of them; returns orphan
+        tombstones seen. No item or tombstone can come at or before `time` any more."""
         self.horizon = time
-        cut = bisect_left(self.identities, ((time + 1,),)) - 1
-        if cut > 0:
+        cut = bisect_left(self.identities, ((time + 1,),))
+        if cut:
+            last = self.steps[cut - 1]
+            self.base = Step(None, None, last.state, last.state_data, last.arrival, ())
             del self.identities[:cut]
             del self.steps[:cut]
         if not self.pending:
@@ -136,13 +140,17 @@ class StateLog:
             for step in self.steps
         ]
         pending = [[meta.dump(), data, count] for (meta, data), count in self.pending.items()]
-        return [self.horizon, steps, pending]
+        base = None if self.base is None else [self.base.state_data, self.base.arrival]
+        return [self.horizon, base, steps, pending]
 
     @classmethod
     def load(cls, dumped) -> "StateLog":
         """Rebuild a log from `dump()`."""
         log = cls()
-        log.horizon, steps, pending = dumped
+        log.horizon, base, steps, pending = dumped
+        if base is not None:
+            state_data, arrival = base
+            log.base = Step(None, None, unpack(state_data), state_data, arrival, ())
         for meta, data, item_arrival, count, base, state_data, arrival, outputs in steps:
             meta = Meta.load(meta)
             item = Item(meta, unpack(data), data, False, item_arrival)

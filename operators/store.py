@@ -37,15 +37,20 @@ class KeyedState:
         raise NotImplementedError
 
     def sweep_due(self) -> bool:
-        """Called once per punctuation: whether to collect every held bucket now."""
+        """Called once per punctuation: whether to collect every held bucket now.
+
+        A store that holds buckets for long sweeps them often enough to keep
+        what no punctuation can change from piling up, and seldom enough that
+        the cost per item stays constant."""
         raise NotImplementedError
 
 
 class DictState(KeyedState):
     """Every bucket in a dict, for the whole run.
 
-    A sweep visits every bucket, so it runs once per as many punctuations as
-    there are buckets: the cost per punctuation stays constant.
+    A sweep visits every bucket, so it is due once as many buckets have been
+    put as there are: the cost per item stays constant, and a key seen once
+    is collected soon after the punctuation that can forget it.
     """
 
     def __init__(self):
@@ -58,6 +63,7 @@ class DictState(KeyedState):
 
     def put(self, key, bucket):
         self._buckets[key] = bucket
+        self._since_sweep += 1
 
     def delete(self, key):
         self._buckets.pop(key, None)
@@ -66,8 +72,7 @@ class DictState(KeyedState):
         return list(self._buckets)
 
     def sweep_due(self):
-        self._since_sweep += 1
         if self._since_sweep < len(self._buckets):
             return False
-        self._since_sweep = 0
+        self._since_sweep = -len(self._buckets)  # the sweep puts back every bucket: those puts do not count
         return True

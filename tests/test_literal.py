@@ -23,10 +23,8 @@ UPDATES = [running_sum_update, _gaps]
 
 @st.composite
 def item_sequences(draw):
-    """Items with distinct metas, some retracted; tombstones may come before or after their item.
-
-    Punctuations follow what no later step can touch any more.
-    """
+    """Items with distinct metas, some retracted; tombstones may come before or after their item; and
+    punctuations (numbers) below every later step's time."""
     values = draw(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 9)), max_size=20))
     items = [Item(Meta(ts, "s", i, (0,)), value, pack(value), False, float(i)) for i, (ts, value) in enumerate(values)]
     steps = list(items)
@@ -35,13 +33,20 @@ def item_sequences(draw):
             tombstone = Item(original.meta, original.payload, original.data, True, original.arrival)
             steps.insert(draw(st.integers(0, len(steps))), tombstone)
     order = draw(st.permutations(range(len(steps))))
-    return [steps[i] for i in order]
+    steps = [steps[i] for i in order]
+    with_punctuations = []
+    for position, step in enumerate(steps):
+        with_punctuations.append(step)
+        if draw(st.booleans()):
+            later = [other.meta.ts for other in steps[position + 1:]]
+            with_punctuations.append(min(later, default=math.inf) - 1)
+    return with_punctuations
 
 
 def net_outputs(operator, steps) -> Counter:
     state, net = operator.new_state(), Counter()
     for step in steps + [math.inf]:
-        emitted = operator.punctuate(step, state) if step == math.inf else operator.process(step, state)
+        emitted = operator.process(step, state) if isinstance(step, Item) else operator.punctuate(step, state)
         for out in emitted:
             net[(out.meta, out.data)] += -1 if out.tombstone else 1
     return net

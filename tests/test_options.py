@@ -26,8 +26,10 @@ BAD_OPTIONS = [
     ({"punctuate_every": True}, "punctuate_every must be a positive integer, got True"),
     ({"idle_timeout": 0}, "idle_timeout must be a positive number of seconds, got 0"),
     ({"idle_timeout": "5"}, "idle_timeout must be a positive number of seconds, got '5'"),
+    ({"rate": 0}, "rate must be a positive number of events per second, got 0"),
+    ({"rate": float("inf")}, "rate must be a positive number of events per second, got inf"),
     ({"reorder_latncy": 5, "sharts": 2}, "unknown option(s) reorder_latncy, sharts; flamespark.run takes engine, "
-                                         "mode, reorder_latency, late, punctuate_every, idle_timeout and, on "
+                                         "mode, reorder_latency, late, punctuate_every, idle_timeout, rate and, on "
                                          "engine='spark', " + ", ".join(SPARK_OPTIONS)),
 ]
 
@@ -61,7 +63,9 @@ def test_an_unknown_engine_is_named():
 
 @pytest.mark.parametrize("engine, options, message", [
     ("local", {"rate": 10, "master": "local[1]"},
-     "the local engine takes no engine options, got rate, master (options of engine='spark')"),
+     "the local engine takes no engine options, got master (options of engine='spark')"),
+    ("local", {"rate": 10, "punctuate_every": 5},
+     "punctuate_every is for unpaced runs: a paced run punctuates after applying whatever has arrived"),
     ("local", {"idle_timeout": 5}, "idle_timeout needs engine='spark': the local engine reads its finite inputs in "
                                    "turn, waiting on each, so no source falls silent while the others go on"),
     ("spark", {"punctuate_every": 10}, "punctuate_every is taken by the local engine only: the Spark engine "

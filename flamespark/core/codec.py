@@ -11,8 +11,13 @@ _TUPLE = 1
 
 def _default(obj):
     if isinstance(obj, tuple):
-        return msgpack.ExtType(_TUPLE, pack(list(obj)))
+        # A packer of its own: this runs while `_packer` is in the middle of the enclosing payload.
+        return msgpack.ExtType(_TUPLE, msgpack.packb(list(obj), default=_default, strict_types=True, use_bin_type=True))
     raise TypeError(f"cannot encode object of type {type(obj).__name__}: {obj!r}")
+
+
+# One packer for every call: making one per call costs more than encoding most payloads.
+_packer = msgpack.Packer(default=_default, strict_types=True, use_bin_type=True)
 
 
 def _ext_hook(code, data):
@@ -23,7 +28,7 @@ def _ext_hook(code, data):
 
 def pack(payload) -> bytes:
     """Encode a payload; raises TypeError if msgpack cannot encode it."""
-    return msgpack.packb(payload, default=_default, strict_types=True, use_bin_type=True)
+    return _packer.pack(payload)
 
 
 def unpack(data: bytes):

@@ -1,14 +1,15 @@
-"""The local engine: in-process, single-threaded and deterministic."""
+"""The local engine: in-process, single-threaded and deterministic (when unpaced)."""
 import math
 import time as clock
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
+from flamespark.result import Result
 from flamespark.runtime.metrics import run_metrics
+from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
 from flamespark.runtime.progress import SourceProgress
-from flamespark.result import Result
 
 
 def interleave(inputs: dict):
@@ -26,18 +27,26 @@ def interleave(inputs: dict):
 
 
 class LocalRun:
-    """One run of a graph over finite inputs: every event processed as it arrives.
+    """One run of a graph over finite inputs.
 
-    The options are taken as given: `flamespark.runtime.options.RunOptions` checks them.
+    Unpaced, every event is applied as it is read, and a punctuation issued
+    every `punctuate_every` events. Paced (`rate` events/s), the k-th event
+    arrives k / rate s after the start and its latency counts from then;
+    whatever has arrived while the engine was busy is applied at once, in
+    meta order (waiting items are as good as simultaneous), then punctuated,
+    so an engine that keeps up applies each event on arrival and one that
+    falls behind replays less, not more.
     """
 
-    def __init__(self, graph, mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1):
-        self.plan = build_plan(graph, mode)
+    def __init__(self, graph, options: RunOptions):
+        self.plan = build_plan(graph, options.mode)
         self.states = {name: op.new_state() for name, op in self.plan.operators.items() if op.boundary}
         self.sources = graph.sources
-        self.progress = SourceProgress(self.sources, reorder_latency, late)
-        self.punctuate_every = punctuate_every
+        self.progress = SourceProgress(self.sources, options.reorder_latency, options.late)
+        self.punctuate_every = options.punctuate_every
+        self.rate = options.rate
         self.barrier = Barrier()
+        self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.latencies_ms = []
@@ -46,45 +55,77 @@ class LocalRun:
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
 
+    def _boundary(self, target):
+        """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
+        if target in self.plan.sinks:
+            sink, push = self.plan.sinks[target], self.barrier.push
+            return lambda item: push(sink, item)
+        process, state = self.plan.operators[target].process, self.states[target]
+
+        def apply(item):
+            send = self.deliver[target]  # wired after this function is made
+            for out in process(item, state):
+                send(out)
+
+        return apply
+
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
         started = clock.perf_counter()
+        if self.rate is None:
+            self._run_unpaced(interleave(inputs))
+        else:
+            self._run_paced(interleave(inputs), started)
+        self.punctuate()  # every source has ended: +inf
+        return self.result(clock.perf_counter() - started)
+
+    def _run_unpaced(self, events):
         since_punctuation = 0
-        for source, event in interleave(inputs):
+        for source, event in events:
             if event is None:
                 self.progress.end(source)
                 continue
-            self.ingest(source, *event)
+            self.apply([(source, *event, clock.perf_counter())])
             since_punctuation += 1
             if since_punctuation >= self.punctuate_every:
                 since_punctuation = 0
                 self.punctuate()
-        self.punctuate()  # every source has ended: +inf
-        return self.result(clock.perf_counter() - started)
 
-    def ingest(self, source, ts, payload):
-        """Take one checked event of `source`."""
-        item = self.progress.admit(source, ts, payload, clock.perf_counter())
-        if item is None:
-            return
-        self.events += 1
-        self.deliver(source, item)
-        self.note_buffered()
-
-    def deliver(self, origin, item):
-        """Push `item` from `origin` through everything downstream of it."""
-        plan = self.plan
-        pending = plan.route(origin, item)
-        pending.reverse()
-        while pending:
-            target, item = pending.pop()
-            if target in plan.sinks:
-                self.barrier.push(plan.sinks[target], item)
+    def _run_paced(self, events, started):
+        interval = 1.0 / self.rate
+        waiting = []
+        position = 0
+        for source, event in events:
+            if event is None:
+                self.progress.end(source)
                 continue
-            for out in reversed(plan.operators[target].process(item, self.states[target])):
-                reached = plan.route(target, out)
-                reached.reverse()
-                pending.extend(reached)
+            due = started + position * interval
+            position += 1
+            if due > clock.perf_counter():
+                self._apply_waiting(waiting)
+                delay = due - clock.perf_counter()
+                if delay > 0:
+                    clock.sleep(delay)
+            waiting.append((source, *event, due))
+        self._apply_waiting(waiting)
+
+    def _apply_waiting(self, waiting: list):
+        if waiting:
+            self.apply(waiting)
+            waiting.clear()
+            self.punctuate()
+
+    def apply(self, events):
+        """Admit `(source, ts, payload, arrival)` events in arrival order, then apply them in meta order."""
+        admit = self.progress.admit
+        items = [(source, admit(source, ts, payload, arrival)) for source, ts, payload, arrival in events]
+        items = [(source, item) for source, item in items if item is not None]
+        if len(items) > 1:
+            items.sort(key=_identity)
+        for source, item in items:
+            self.deliver[source](item)
+        self.events += len(items)
+        self.note_buffered()
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
@@ -94,14 +135,17 @@ class LocalRun:
             return
         self.issued = time
         self.punctuations += 1
-        for name, state in self.states.items():
-            for item in self.plan.operators[name].punctuate(time, state):
-                self.deliver(name, item)
+        for name, operator in self.plan.operators.items():
+            if operator.boundary:
+                send = self.deliver[name]
+                for item in operator.punctuate(time, self.states[name]):
+                    send(item)
         self.note_buffered()
         now = clock.perf_counter()
+        outputs, latencies = self.outputs, self.latencies_ms
         for sink, item in self.barrier.punctuate(time):
-            self.outputs[sink].append(unpack(item.data))
-            self.latencies_ms.append((now - item.arrival) * 1000.0)
+            outputs[sink].append(unpack(item.data))
+            latencies.append((now - item.arrival) * 1000.0)
 
     def note_buffered(self):
         buffered = len(self.barrier) + sum(len(buffer) for buffer in self._buffers)
@@ -116,4 +160,8 @@ class LocalRun:
             peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
             rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
         )
-        return Result(self.outputs, list(self.progress.dead_letters), metrics)
+        return Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms)
+
+
+def _identity(pair):
+    return pair[1].identity

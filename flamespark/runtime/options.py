@@ -1,6 +1,7 @@
 """A run's options, checked once for every engine before any engine starts."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from flamespark.core.errors import OptionError
@@ -9,7 +10,7 @@ from flamespark.runtime.progress import POLICIES
 
 ENGINES = ("local", "spark")
 # The keyword arguments of flamespark.engines.spark.run_spark (apart from the graph, inputs and these options).
-SPARK_OPTIONS = ("rate", "master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "progress",
+SPARK_OPTIONS = ("master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "progress",
                  "follow", "output", "output_format")
 
 
@@ -32,13 +33,14 @@ class RunOptions:
     late: str = "drop"
     punctuate_every: int = 1
     idle_timeout: float | None = None
+    rate: float | None = None
     engine_options: dict = field(default_factory=dict, hash=False)
 
     @classmethod
     def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1,
-           idle_timeout=None, **engine_options) -> RunOptions:
+           idle_timeout=None, rate=None, **engine_options) -> RunOptions:
         """The options of a `flamespark.run(...)` call, checked."""
-        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, engine_options)
+        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, engine_options)
 
     def __post_init__(self):
         self._check_values()
@@ -58,10 +60,13 @@ class RunOptions:
         idle = self.idle_timeout
         if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or not idle > 0):
             raise OptionError(f"idle_timeout must be a positive number of seconds, got {idle!r}")
+        rate = self.rate
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf):
+            raise OptionError(f"rate must be a positive number of events per second, got {rate!r}")
         unknown = [name for name in self.engine_options if name not in SPARK_OPTIONS]
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)}; flamespark.run takes engine, mode, "
-                              f"reorder_latency, late, punctuate_every, idle_timeout and, on engine='spark', "
+                              f"reorder_latency, late, punctuate_every, idle_timeout, rate and, on engine='spark', "
                               f"{', '.join(SPARK_OPTIONS)}")
 
     def _check_engine(self):
@@ -72,6 +77,9 @@ class RunOptions:
             if self.idle_timeout is not None:
                 raise OptionError("idle_timeout needs engine='spark': the local engine reads its finite inputs "
                                   "in turn, waiting on each, so no source falls silent while the others go on")
+            if self.rate is not None and self.punctuate_every != 1:
+                raise OptionError("punctuate_every is for unpaced runs: a paced run punctuates after applying "
+                                  "whatever has arrived")
             return
         if self.punctuate_every != 1:
             raise OptionError("punctuate_every is taken by the local engine only: the Spark engine punctuates once "

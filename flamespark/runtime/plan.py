@@ -39,24 +39,61 @@ class PhysicalPlan:
     def buffers(self) -> list:
         return [op for op in self.operators.values() if isinstance(op, BufferSort)]
 
-    def route(self, origin: str, item) -> list:
-        """Run `item` from `origin` through the stateless operators after it.
+    def wire(self, at_boundary) -> dict:
+        """For every source and operator, a function that takes an item it emits on through the stateless
+        operators after it, depth first in emission order.
 
-        Returns `(target, item)` pairs, in emission order, for every sink and
-        boundary operator (keyed or buffer) the item or its derivatives reach.
+        `at_boundary(target)` gives the function that takes the items reaching
+        `target`, a sink or a boundary operator (keyed or buffer).
         """
+        entries = {}
+
+        def entry(target):
+            if target not in entries:
+                operator = self.operators.get(target)
+                if operator is None or operator.boundary:
+                    entries[target] = at_boundary(target)
+                else:
+                    entries[target] = _inline(operator, fan_out(target))
+            return entries[target]
+
+        def fan_out(name):
+            targets = [entry(target) for target in self.downstream[name]]
+            if len(targets) == 1:
+                return targets[0]
+
+            def send(item):
+                for target in targets:
+                    target(item)
+
+            return send
+
+        return {name: fan_out(name) for name in self.downstream}
+
+    def router(self):
+        """`route(origin, item)`: the `(target, item)` pairs for every sink and boundary operator that an
+        item emitted by `origin`, or its derivatives, reach, in emission order."""
         reached = []
-        pending = [(target, item) for target in reversed(self.downstream[origin])]
-        while pending:
-            target, item = pending.pop()
-            operator = self.operators.get(target)
-            if operator is None or operator.boundary:
-                reached.append((target, item))
-                continue
-            downstream = self.downstream[target]
-            for out in reversed(operator.process(item)):
-                pending.extend((after, out) for after in reversed(downstream))
-        return reached
+        wired = self.wire(lambda target: lambda item: reached.append((target, item)))
+
+        def route(origin, item) -> list:
+            wired[origin](item)
+            pairs = reached.copy()
+            reached.clear()
+            return pairs
+
+        return route
+
+
+def _inline(operator, send):
+    """A stateless operator run inline: each of its outputs goes on to `send`."""
+    process = operator.process
+
+    def run(item):
+        for out in process(item):
+            send(out)
+
+    return run
 
 
 def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,26 +32,6 @@ def _progress(text: str):
     print(f"bench: {text}", file=sys.stderr, flush=True)
 
 
-class Pacer:
-    """Shared pacing of all sources: the k-th event overall is handed out no earlier than k / rate s after the first."""
-
-    def __init__(self, rate: float):
-        self.interval = 1.0 / rate
-        self.start = None
-        self.count = 0
-
-    def pace(self, events):
-        for event in events:
-            now = time.perf_counter()
-            if self.start is None:
-                self.start = now
-            delay = self.start + self.count * self.interval - now
-            if delay > 0:
-                time.sleep(delay)
-            self.count += 1
-            yield event
-
-
 @dataclass(frozen=True)
 class Runs:
     """How the bench runs a graph: engine and run options, the same for every run it compares."""
@@ -66,21 +45,14 @@ class Runs:
     max_rows_per_batch: int | None
 
     def run(self, graph, inputs: dict, mode: str, label: str):
-        """One run; returns the Result and its raw per-output latencies (None if the engine keeps none)."""
+        """One run of `mode`; a Spark run keeps its checkpoint under `checkpoint/label/mode`."""
         if self.engine == "local":
-            from flamespark.engines.local import LocalRun
-
-            if self.rate:
-                pacer = Pacer(self.rate)
-                inputs = {name: pacer.pace(events) for name, events in inputs.items()}
-            engine = LocalRun(graph, mode, self.reorder_latency, self.late)
-            return engine.run(inputs), engine.latencies_ms
+            return run(graph, inputs, mode=mode, reorder_latency=self.reorder_latency, late=self.late, rate=self.rate)
         checkpoint = self.checkpoint / label / mode
         shutil.rmtree(checkpoint, ignore_errors=True)
-        result = run(graph, inputs, engine="spark", mode=mode, reorder_latency=self.reorder_latency, late=self.late,
-                     rate=self.rate, master=self.master, checkpoint=checkpoint,
-                     max_rows_per_batch=self.max_rows_per_batch)
-        return result, getattr(result, "latencies_ms", None)
+        return run(graph, inputs, engine="spark", mode=mode, reorder_latency=self.reorder_latency, late=self.late,
+                   rate=self.rate, master=self.master, checkpoint=checkpoint,
+                   max_rows_per_batch=self.max_rows_per_batch)
 
     def compare(self, graph, events: dict, label: str, inputs: dict) -> tuple[dict, dict]:
         """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
@@ -92,7 +64,8 @@ class Runs:
         outputs, latencies = {}, {}
         for mode in MODES:
             _progress(f"{label}: {mode} ...")
-            result, latencies[mode] = self.run(graph, inputs, mode, label)
+            result = self.run(graph, inputs, mode, label)
+            latencies[mode] = result.latencies_ms
             metrics = result.metrics
             _progress(f"{label}: {mode} done in {_number(metrics.get('wall_s'))} s, "
                       f"replay ratio {_number(metrics.get('replay_ratio'), 3)}, "
@@ -161,7 +134,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
         "machine": machine(),
         **main,
     }
-    plot_latency(latencies, report, out / "latency.png")
+    plot_latency(latencies, out / "latency.png")
     if sweep:
         report["sweep"] = sweep_points(graph, events, runs, sweep, stddev_ms, seed)
         plot_sweep(report["sweep"], out / "sweep.png")
@@ -268,20 +241,14 @@ def _figure(columns: int):
     return Figure(figsize=(6.4 * columns, 4.4), layout="constrained")
 
 
-def plot_latency(latencies: dict, report: dict, path: Path):
-    """CDF of per-output latency per mode (from the percentiles when raw latencies are missing)."""
+def plot_latency(latencies: dict, path: Path):
+    """CDF of per-output latency per mode."""
     figure = _figure(1)
     axes = figure.add_subplot()
     for mode in MODES:
-        values = latencies.get(mode)
-        if values:
-            x = np.sort(np.asarray(values, dtype=float))
+        x = np.sort(np.asarray(latencies[mode], dtype=float))
+        if x.size:
             axes.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=mode)
-        else:
-            summary = report[mode]["latency_ms"]
-            points = [(summary[f"p{p}"], p / 100) for p in PERCENTILES if summary.get(f"p{p}") is not None]
-            if points:
-                axes.plot(*zip(*points), marker="o", label=f"{mode} (percentiles)")
     axes.set_xlabel("latency from the completing event's arrival to release (ms)")
     axes.set_ylabel("share of released outputs")
     axes.set_title("Per-output latency")

@@ -153,4 +153,4 @@ def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
             },
         },
     )
-    return Result(outputs, late, metrics)
+    return Result(outputs, late, metrics, latencies)

@@ -151,7 +151,7 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
     return stream
 
 
-def run_spark(graph, inputs, options: RunOptions, rate=None, master=None, checkpoint=None, spark=None, shards=None,
+def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, spark=None, shards=None,
               timeout=None, max_rows_per_batch=None, progress=None, follow=False, output=None, output_format="jsonl"):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
@@ -159,7 +159,7 @@ def run_spark(graph, inputs, options: RunOptions, rate=None, master=None, checkp
     the keyword arguments are the Spark engine's own options (SPARK_OPTIONS).
     `inputs` maps source names to a JSONL file, a directory of JSONL or
     Parquet files, or an iterable of `(ts, payload)`. Files are replayed in
-    arrival order (at `rate` events/s if given). With `follow`, directories
+    arrival order (at `options.rate` events/s if given). With `follow`, directories
     are watched for new files until the run is interrupted or `timeout`
     seconds pass; otherwise the run ends after the events present at its start.
     With `options.idle_timeout` (s), a source that delivers nothing for that
@@ -173,7 +173,7 @@ def run_spark(graph, inputs, options: RunOptions, rate=None, master=None, checkp
     graph.validate()
     check_input_names(graph.sources, inputs)
     mode, reorder_latency, late = options.mode, options.reorder_latency, options.late
-    idle_timeout = options.idle_timeout
+    idle_timeout, rate = options.idle_timeout, options.rate
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         spark = spark or spark_session(master, shards)

@@ -18,6 +18,7 @@ class Topology:
 
     def __init__(self, graph, mode: str, shards: int):
         self.plan = build_plan(graph, mode)
+        self.route = self.plan.router()
         self.mode = mode
         self.sources = graph.sources
         self.shards = shards
@@ -53,7 +54,7 @@ class Topology:
     def rows_after(self, origin: str, item) -> list:
         """Item rows for everything `item` reaches from `origin` through stateless operators."""
         rows = []
-        for target, reached in self.plan.route(origin, item):
+        for target, reached in self.route(origin, item):
             if target in self.plan.sinks:
                 shard = shard_of(pack_meta(reached.meta), self.shards)
             else:

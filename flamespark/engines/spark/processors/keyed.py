@@ -88,7 +88,7 @@ def apply_in_meta_order(topology, items, stage: StageState, barrier=None) -> lis
             if barrier is None:
                 out.extend(topology.rows_after(operator.name, result))
                 continue
-            for target, reached in topology.plan.route(operator.name, result):
+            for target, reached in topology.route(operator.name, result):
                 if target not in topology.plan.sinks:
                     raise InternalError(f"internal error: the last stage feeds keyed operator {target!r}")
                 barrier.push(topology.plan.sinks[target], reached)

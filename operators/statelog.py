@@ -122,7 +122,11 @@ class StateLog:
         """Forget the steps with `ts <= time`, keeping the state after the last of them; returns orphan
         tombstones seen. No item or tombstone can come at or before `time` any more."""
         self.horizon = time
-        cut = bisect_left(self.identities, ((time + 1,),))
+        identities = self.identities
+        if not identities or identities[0][0].ts > time:
+            cut = 0
+        else:
+            cut = bisect_left(identities, ((time + 1,),))
         if cut:
             last = self.steps[cut - 1]
             self.base = Step(None, None, last.state, last.state_data, last.arrival, ())

@@ -6,6 +6,7 @@ from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
 from flamespark.result import Result
+from flamespark.runtime.heap import full_collections_deferred
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
@@ -55,15 +56,14 @@ class LocalRun:
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
 
-    def _boundary(self, target):
+    def _boundary(self, target, send):
         """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
-        if target in self.plan.sinks:
+        if send is None:
             sink, push = self.plan.sinks[target], self.barrier.push
             return lambda item: push(sink, item)
         process, state = self.plan.operators[target].process, self.states[target]
 
         def apply(item):
-            send = self.deliver[target]  # wired after this function is made
             for out in process(item, state):
                 send(out)
 
@@ -72,11 +72,12 @@ class LocalRun:
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
         started = clock.perf_counter()
-        if self.rate is None:
-            self._run_unpaced(interleave(inputs))
-        else:
-            self._run_paced(interleave(inputs), started)
-        self.punctuate()  # every source has ended: +inf
+        with full_collections_deferred():
+            if self.rate is None:
+                self._run_unpaced(interleave(inputs))
+            else:
+                self._run_paced(interleave(inputs), started)
+            self.punctuate()  # every source has ended: +inf
         return self.result(clock.perf_counter() - started)
 
     def _run_unpaced(self, events):

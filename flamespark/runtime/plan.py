@@ -43,16 +43,19 @@ class PhysicalPlan:
         """For every source and operator, a function that takes an item it emits on through the stateless
         operators after it, depth first in emission order.
 
-        `at_boundary(target)` gives the function that takes the items reaching
-        `target`, a sink or a boundary operator (keyed or buffer).
+        `at_boundary(target, send)` gives the function that takes the items
+        reaching `target`, a sink (`send` is None) or a boundary operator
+        (keyed or buffer), whose outputs go on to `send`.
         """
         entries = {}
 
         def entry(target):
             if target not in entries:
                 operator = self.operators.get(target)
-                if operator is None or operator.boundary:
-                    entries[target] = at_boundary(target)
+                if operator is None:
+                    entries[target] = at_boundary(target, None)
+                elif operator.boundary:
+                    entries[target] = at_boundary(target, fan_out(target))
                 else:
                     entries[target] = _inline(operator, fan_out(target))
             return entries[target]
@@ -74,7 +77,7 @@ class PhysicalPlan:
         """`route(origin, item)`: the `(target, item)` pairs for every sink and boundary operator that an
         item emitted by `origin`, or its derivatives, reach, in emission order."""
         reached = []
-        wired = self.wire(lambda target: lambda item: reached.append((target, item)))
+        wired = self.wire(lambda target, _: lambda item: reached.append((target, item)))
 
         def route(origin, item) -> list:
             wired[origin](item)

@@ -29,7 +29,7 @@ MODES = ("optimistic", "buffered")
 
 @dataclass(frozen=True)
 class Disorder:
-    """`percent` % of the events delayed by |N(0, stddev_ms)|, drawn with `seed`."""
+    """`percent` % of the events delayed by |N(0, stddev_ms)| (σ = stddev_ms), drawn with `seed`."""
 
     percent: float
     stddev_ms: float
@@ -37,7 +37,7 @@ class Disorder:
 
     @property
     def label(self) -> str:
-        return f"{self.percent:g} % delayed by |N(0, {self.stddev_ms:g} ms)|"
+        return f"{self.percent:g} % delayed, σ {self.stddev_ms:g} ms"
 
 
 def _load(pipeline: Path):

@@ -7,12 +7,11 @@ from flamespark.core.errors import InputError
 from flamespark.graph import Graph
 
 
-def load_graph(spec: str) -> Graph:
-    """The Graph named ATTR in the Python file PATH (`PATH.py:ATTR`; ATTR defaults to `graph`)."""
-    path_text, _, attr = spec.rpartition(":") if ":" in spec else (spec, ":", "graph")
-    path = Path(path_text)
+def load_module(path):
+    """The Python file `path`, run as a module whose functions Spark's workers can unpickle."""
+    path = Path(path)
     if not path.is_file():
-        raise InputError(f"pipeline file {path_text!r} does not exist (expected PATH.py:ATTR)")
+        raise InputError(f"pipeline file {str(path)!r} does not exist")
     module_name = f"flamespark_pipeline_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(module_spec)
@@ -23,7 +22,15 @@ def load_graph(spec: str) -> Graph:
     finally:
         sys.path.pop(0)
     _pickle_by_value(module)
-    graph = getattr(module, attr, None)
+    return module
+
+
+def load_graph(spec: str) -> Graph:
+    """The Graph named ATTR in the Python file PATH (`PATH.py:ATTR`; ATTR defaults to `graph`)."""
+    path_text, _, attr = spec.rpartition(":") if ":" in spec else (spec, ":", "graph")
+    if not Path(path_text).is_file():
+        raise InputError(f"pipeline file {path_text!r} does not exist (expected PATH.py:ATTR)")
+    graph = getattr(load_module(path_text), attr, None)
     if callable(graph) and not isinstance(graph, Graph):
         graph = graph()
     if not isinstance(graph, Graph):

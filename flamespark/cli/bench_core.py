@@ -1,0 +1,46 @@
+"""`flamespark bench-core`: the local engine's per-item cost against plain Python, and under load."""
+import json
+import sys
+from pathlib import Path
+
+from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
+
+
+def add_parser(commands):
+    parser = commands.add_parser(
+        "bench-core", help="the local engine against plain Python on the inverted index, paced and overloaded",
+        description="On one file of documents (the inverted-index example's input), in one run: the local engine "
+                    "in order against the example's plain Python program (in_order_index) and their ratio; both "
+                    "modes paced at --rate documents/s with 30%% of the documents delayed by |N(0, 1000 ms)| and by "
+                    "|N(0, 100 ms)|, and the first of these at --overload-rate; the running-sum example in order. "
+                    "Each run has a process of its own, so its peak memory is its own.")
+    parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
+                        help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
+    parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path, default=Path("examples/inverted_index.py"),
+                        help="the inverted-index example, with its in_order_index (default: %(default)s)")
+    parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path, default=Path("examples/running_sum.py"),
+                        help="the running-sum example, with its readings() (default: %(default)s)")
+    parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=3000,
+                        help="reorder latency of the document runs (default: %(default)s)")
+    parser.add_argument("--rate", metavar="DOCS_PER_S", type=positive_float, default=20.0,
+                        help="paced runs' offered rate (default: %(default)s)")
+    parser.add_argument("--overload-rate", metavar="DOCS_PER_S", type=positive_float, default=200.0,
+                        help="the overload run's offered rate (default: %(default)s)")
+    parser.add_argument("--readings", metavar="N", type=positive_int, default=100_000,
+                        help="running-sum readings (default: %(default)s)")
+    parser.add_argument("--out", metavar="FILE", type=Path, help="also write the report as JSON here")
+    parser.set_defaults(handler=command)
+
+
+def command(args) -> int:
+    from flamespark.io.atomic import write_atomic
+    from flamespark.tools.core_bench import bench_core, table
+
+    report = bench_core(args.docs, index_pipeline=args.index_pipeline, sum_pipeline=args.sum_pipeline,
+                        reorder_latency=args.reorder_latency, rate=args.rate, overload_rate=args.overload_rate,
+                        readings=args.readings, progress=lambda text: print(f"bench-core: {text}", file=sys.stderr,
+                                                                            flush=True))
+    print(table(report), end="")
+    if args.out:
+        write_atomic(args.out, json.dumps(report, indent=2) + "\n")
+    return 0

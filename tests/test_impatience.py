@@ -14,16 +14,20 @@ SORTER_IDS = ["sort-merge", "huffman"]
 def check_runs(s):
     """The structure invariants, through the private fields."""
     n = len(s._keys)
-    assert len(s._vals) == len(s._start) == len(s._heads) == len(s._tails) == n
-    for k, v, start, head, tail in zip(s._keys, s._vals, s._start, s._heads,
-                                       s._tails):
+    assert len(s._vals) == len(s._start) == len(s._heads) == n
+    for k, v, start, head in zip(s._keys, s._vals, s._start, s._heads):
         assert len(k) == len(v)
         assert 0 <= start < len(k)  # empty runs are removed
         assert all(a <= b for a, b in zip(k, k[1:]))
-        assert head == k[start] and tail == k[-1]
-    assert all(a < b for a, b in zip(s._tails, s._tails[1:]))
+        assert head == k[start]
+    # _tails holds the tails of all runs but the top one, whose is _tail.
+    tails = s._tails + ([s._tail] if n else [])
+    assert tails == [k[-1] for k in s._keys]
+    assert all(a < b for a, b in zip(tails, tails[1:]))
     if n:
         assert s._topk is s._keys[-1] and s._topv is s._vals[-1]
+    else:
+        assert s._tail is None
 
 
 class Reference:
@@ -77,7 +81,7 @@ def test_empty(make):
     s = make()
     assert s.flush(10) == [] and s.flush(math.inf) == []
     assert len(s) == 0 and not s
-    assert s.peek_min() is None and s.min_ts is None
+    assert s.min_ts is None
     s.push(3, "a")
     assert s and len(s) == 1 and s.min_ts == 3
     assert s.flush(2) == [] and s.flush(3) == ["a"]

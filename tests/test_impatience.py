@@ -139,6 +139,39 @@ def test_tuple_keys_and_inf():
     assert s.flush(math.inf) == [4]
 
 
+def late_stream(rng, n, spread, key=lambda x: x):
+    """(key, value) pairs: keys mostly ascending, some pushed back by up to
+    spread, many equal; values are tuples, which must come out as is."""
+    for i in range(n):
+        ts = i // 3 - (rng.randrange(spread) if rng.random() < 0.5 else 0)
+        yield key(ts), (i, "v")
+
+
+@pytest.mark.parametrize("key", [
+    lambda x: x,                    # narrow int range: radix sorted
+    lambda x: x * 1000,             # wider than 2**16
+    lambda x: x - 2**62 if x % 2 else x + 2**62,  # range overflows int64
+    lambda x: x * 2**64,            # beyond int64: list.sort
+    float,                          # not ints: list.sort
+], ids=["narrow", "wide", "int64-span", "bigint", "float"])
+@pytest.mark.parametrize("freq", [700, 3000])
+def test_large_merges_match_reference(key, freq):
+    import random
+
+    rng = random.Random(freq)
+    s = ImpatienceSorter()
+    ref = Reference()
+    for i, (ts, v) in enumerate(late_stream(rng, 6000, 400, key)):
+        s.push(ts, v)
+        ref.push(ts, v)
+        if i % freq == freq - 1:
+            T = key(i // 3 - 200)
+            assert s.flush(T) == ref.flush(T)
+            check_runs(s)
+    assert s.runs > 10
+    assert s.flush(math.inf) == ref.flush(math.inf)
+
+
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("push"), st.integers(0, 40)),

@@ -164,20 +164,14 @@ class ImpatienceSorter:
 
     def _drop(self, dead):
         """Delete the runs at the indexes ``dead``, given descending."""
-        keys = self._keys
-        tails = self._tails
-        top = len(keys) - 1
+        if len(dead) == len(self._keys):
+            self.clear()
+            return
+        # The top run has the largest tail, so it is emptied only with all
+        # the others: every index here is below it.
         for i in dead:
-            del keys[i], self._vals[i], self._start[i], self._heads[i]
-            if i < top:
-                del tails[i]
-        if dead[0] == top:
-            if keys:
-                self._topk = keys[-1]
-                self._topv = self._vals[-1]
-                self._tail = tails.pop()
-            else:
-                self.clear()
+            del (self._keys[i], self._vals[i], self._start[i], self._heads[i],
+                 self._tails[i])
 
     def _drain(self):
         """Remove and return everything, in ``ts`` order."""

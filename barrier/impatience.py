@@ -226,7 +226,7 @@ def _sort_merge(keys, vals, sizes):
             lo = int(a.min())
             if int(a.max()) - lo < 1 << 16:
                 a = (a - lo).astype(np.uint16)  # radix sorted
-            out = np.fromiter(vals, object, n)  # as is, even if sequences
+            out = np.fromiter(vals, object, n)  # np.array would unpack tuples
             return out[a.argsort(kind="stable")].tolist()
     vals.sort(key=partial(next, iter(keys)))
     return vals

@@ -7,24 +7,29 @@ events with key ``<= T`` and merges only those head runs, so its cost
 follows what is emitted and the number of runs, not how much stays
 buffered.  Runs that become empty are dropped.
 
-Pure Python.  Keys and values live in parallel lists per run, and a cursor
-per run marks its first buffered element, so a cut-off is a binary search
-plus a slice; the consumed prefix is deleted only once it outweighs the
-rest of the run.
+Keys and values live in parallel lists per run, and a cursor per run marks
+its first buffered element, so a cut-off is a binary search plus a slice;
+the consumed prefix is deleted only once it outweighs the rest of the run.
+Head runs are merged by ``list.sort``, or for large merges of int keys by
+a numpy stable argsort (a radix sort when the keys span less than 2**16).
 """
 
+import struct
 from bisect import bisect_right
 from functools import partial
 from heapq import heapify, heappop, heappush
-from itertools import compress, repeat
 from math import inf
-from operator import le
+
+import numpy as np
 
 __all__ = ["ImpatienceSorter"]
 
 # A run's consumed prefix is deleted when it is longer than this and than
 # the rest of the run; until then the run's cursor skips over it.
 _COMPACT = 32
+# Merges of at least this many events go through numpy (if the keys are
+# int64); below it numpy's per-call cost outweighs its faster sort.
+_NUMPY_MERGE = 512
 
 
 class ImpatienceSorter:
@@ -47,13 +52,13 @@ class ImpatienceSorter:
 
     With ``huffman=True`` the head runs cut by a flush are merged two at a
     time, always the two shortest (the paper's Huffman merge).  By default
-    they are concatenated oldest first and handed to ``list.sort``, whose
-    run detection finds the same head runs and merges them stably in C,
-    which in CPython is several times faster.
+    they are laid end to end, oldest first, and merged stably in one C call
+    (``list.sort``, or numpy's argsort for large merges of int keys), which
+    in CPython is several times faster.
     """
 
-    __slots__ = ("_keys", "_vals", "_start", "_heads", "_tails",
-                 "_topk", "_topv", "_last", "_floor", "_merge")
+    __slots__ = ("_keys", "_vals", "_start", "_heads", "_tails", "_tail",
+                 "_topk", "_topv", "_floor", "_merge")
 
     def __init__(self, huffman=False):
         self._merge = _huffman_merge if huffman else _sort_merge
@@ -68,55 +73,53 @@ class ImpatienceSorter:
         self._vals = []   # per run: its values, parallel to _keys
         self._start = []  # per run: index of its first buffered element
         self._heads = []  # per run: its first buffered key
-        self._tails = []  # per run: its last key; strictly ascending
-        self._topk = []   # _keys[-1] while there are runs
-        self._topv = []   # _vals[-1] while there are runs
-        self._last = 0    # run that took the last out-of-order event
+        self._tails = []  # per run but the top one: its last key; ascending
+        self._tail = None  # the top run's last key; None: no runs
+        self._topk = None  # _keys[-1]
+        self._topv = None  # _vals[-1]
         self._floor = None  # every buffered key is > this (None: unknown)
 
     def push(self, ts, value):
         """Buffer ``value`` under the sort key ``ts``."""
-        tails = self._tails
         try:
-            if ts >= tails[-1]:
+            if ts >= self._tail:
                 # In order, the common case: the top run takes it.
-                tails[-1] = ts
+                self._tail = ts
                 self._topk.append(ts)
                 self._topv.append(value)
                 return
-        except IndexError:
-            # Nothing buffered: ts starts the top run.
-            self._topk = [ts]
-            self._topv = [value]
-            self._keys.append(self._topk)
-            self._vals.append(self._topv)
-            self._start.append(0)
-            self._heads.append(ts)
-            tails.append(ts)
-            self._floor = None
+        except TypeError:
+            if self._tail is not None:
+                raise
+            self._new_top(ts, value)
             return
-        # Speculative run selection: try the run the previous late event
-        # went to; ts belongs there if it fits between that run's tail and
-        # the tail of the next older run.
-        r = self._last
-        if not tails[r] <= ts < tails[r + 1]:
-            # The oldest run whose tail is <= ts (not the top run: ts is
-            # below its tail).
-            r = bisect_right(tails, ts) - 1
-            if r < 0:
-                # Below every tail: start a new, youngest run.
-                self._keys.insert(0, [ts])
-                self._vals.insert(0, [value])
-                self._start.insert(0, 0)
-                self._heads.insert(0, ts)
-                tails.insert(0, ts)
-                self._last = 0
-                self._floor = None
-                return
-            self._last = r
-        self._keys[r].append(ts)
-        self._vals[r].append(value)
-        tails[r] = ts
+        # The oldest run whose tail is <= ts, found among the older runs'
+        # tails; speculating on the previous event's run did not pay.
+        tails = self._tails
+        r = bisect_right(tails, ts) - 1
+        if r >= 0:
+            self._keys[r].append(ts)
+            self._vals[r].append(value)
+            tails[r] = ts
+        else:
+            # Below every tail: start a new, youngest run.
+            self._keys.insert(0, [ts])
+            self._vals.insert(0, [value])
+            self._start.insert(0, 0)
+            self._heads.insert(0, ts)
+            tails.insert(0, ts)
+            self._floor = None
+
+    def _new_top(self, ts, value):
+        """Start the first run with ``ts``."""
+        self._topk = [ts]
+        self._topv = [value]
+        self._keys.append(self._topk)
+        self._vals.append(self._topv)
+        self._start.append(0)
+        self._heads.append(ts)
+        self._tail = ts
+        self._floor = None
 
     def flush(self, T):
         """Remove and return the values with ``ts <= T``, in ``ts`` order."""
@@ -126,81 +129,80 @@ class ImpatienceSorter:
         if floor is not None and T <= floor:
             return []  # everything buffered is > T: don't scan the runs
         self._floor = T
-        heads = self._heads
-        hit = list(compress(range(len(heads)), map(le, heads, repeat(T))))
-        if not hit:
-            return []
         keys = self._keys
         vals = self._vals
         start = self._start
-        kcuts = []
-        vcuts = []
+        heads = self._heads
+        kout = []
+        vout = []
+        sizes = []  # of the head runs in kout, oldest run first
         dead = []
-        for i in reversed(hit):  # oldest run first
+        for i in range(len(keys) - 1, -1, -1):
+            if heads[i] > T:
+                continue
             k = keys[i]
             v = vals[i]
             s = start[i]
             c = bisect_right(k, T, s)
+            kout += k[s:c]
+            vout += v[s:c]
+            sizes.append(c - s)
             if c == len(k):
                 dead.append(i)
-                if s:
-                    k = k[s:]
-                    v = v[s:]
-                kcuts.append(k)
-                vcuts.append(v)
-            else:
-                kcuts.append(k[s:c])
-                vcuts.append(v[s:c])
-                heads[i] = k[c]
-                if c > _COMPACT and c + c > len(k):
-                    del k[:c]
-                    del v[:c]
-                    c = 0
-                start[i] = c
+                continue
+            heads[i] = k[c]
+            if c > _COMPACT and c + c > len(k):
+                del k[:c]
+                del v[:c]
+                c = 0
+            start[i] = c
         if dead:
-            tails = self._tails
-            for i in dead:  # descending, so the indexes stay valid
-                del keys[i], vals[i], start[i], heads[i], tails[i]
-            if keys:
-                self._topk = keys[-1]
-                self._topv = vals[-1]
-            self._last = 0
-        if len(vcuts) == 1:
-            return vcuts[0]
-        return self._merge(kcuts, vcuts)
+            self._drop(dead)
+        if len(sizes) < 2:
+            return vout
+        return self._merge(kout, vout, sizes)
+
+    def _drop(self, dead):
+        """Delete the runs at the indexes ``dead``, given descending."""
+        if len(dead) == len(self._keys):
+            self.clear()
+            return
+        # The top run has the largest tail, so it is emptied only with all
+        # the others: every index here is below it.
+        for i in dead:
+            del (self._keys[i], self._vals[i], self._start[i], self._heads[i],
+                 self._tails[i])
 
     def _drain(self):
         """Remove and return everything, in ``ts`` order."""
-        kcuts = []
-        vcuts = []
-        for i in reversed(range(len(self._keys))):  # oldest run first
-            s = self._start[i]
-            kcuts.append(self._keys[i][s:])
-            vcuts.append(self._vals[i][s:])
+        kout = []
+        vout = []
+        sizes = []
+        for k, v, s in zip(reversed(self._keys), reversed(self._vals),
+                           reversed(self._start)):
+            kout += k[s:]
+            vout += v[s:]
+            sizes.append(len(k) - s)
         self.clear()
-        if len(vcuts) < 2:
-            return vcuts[0] if vcuts else []
-        return self._merge(kcuts, vcuts)
+        if len(sizes) < 2:
+            return vout
+        return self._merge(kout, vout, sizes)
 
     def __len__(self):
         return sum(map(len, self._keys)) - sum(self._start)
 
     def __bool__(self):
-        return bool(self._heads)
-
-    def peek_min(self):
-        """Smallest buffered key, or ``None`` when empty."""
-        return min(self._heads) if self._heads else None
+        return bool(self._keys)
 
     @property
     def min_ts(self):
         """Smallest buffered key, or ``None`` when empty."""
-        return self.peek_min()
+        return min(self._heads) if self._heads else None
 
     @property
     def runs(self):
         """Number of sorted runs held."""
-        return len(self._heads)
+        return len(self._keys)
 
     def snapshot(self):
         """The buffered ``(ts, value)`` pairs in ``ts`` order, as ``flush`` would give them; nothing is removed."""
@@ -211,40 +213,47 @@ class ImpatienceSorter:
         return pairs
 
 
-def _sort_merge(kcuts, vcuts):
-    """Stable merge of sorted runs given oldest first; returns the values.
+def _sort_merge(keys, vals, sizes):
+    """Stable merge of sorted runs laid end to end in ``keys`` and
+    ``vals``, oldest run first (``sizes`` gives their lengths); returns
+    the values.
 
     ``list.sort`` computes each item's key once, in list order, so an
-    iterator over the concatenated keys can serve as the key function.
-    The sort finds the runs (or longer ones) and merges them with
-    galloping; being stable, it puts older runs first on equal keys.
+    iterator over the keys can serve as the key function.  The sort finds
+    the runs and merges them with galloping; being stable, it puts older
+    runs first on equal keys.  With many keys that fit in int64, numpy's
+    stable argsort does the same work faster.
     """
-    keys = []
-    for k in kcuts:
-        keys += k
-    out = []
-    for v in vcuts:
-        out += v
-    out.sort(key=partial(next, iter(keys)))
-    return out
+    n = len(keys)
+    if n >= _NUMPY_MERGE:
+        try:
+            a = np.frombuffer(struct.pack(f"{n}q", *keys), np.int64)
+        except struct.error:
+            pass  # not all int64
+        else:
+            lo = int(a.min())
+            if int(a.max()) - lo < 1 << 16:
+                a = (a - lo).astype(np.uint16)  # radix sorted
+            out = np.fromiter(vals, object, n)  # np.array would unpack tuples
+            return out[a.argsort(kind="stable")].tolist()
+    vals.sort(key=partial(next, iter(keys)))
+    return vals
 
 
-def _huffman_merge(kcuts, vcuts):
-    """Huffman merge of sorted runs given oldest first; returns the values.
+def _huffman_merge(keys, vals, sizes):
+    """Huffman merge of sorted runs laid end to end, oldest first;
+    returns the values.
 
     Runs are merged two at a time, always the two shortest.  That may merge
     two runs before one that lies between them in age, so every key is
-    paired with its position in the oldest-first concatenation, which
-    breaks ties in push order.
+    paired with its position in ``keys``, which breaks ties in push order.
     """
-    vals = []
     heap = []
     pos = 0
-    for j, k in enumerate(kcuts):
-        n = len(k)
-        heap.append((n, j, list(zip(k, range(pos, pos + n)))))
-        pos += n
-        vals += vcuts[j]
+    for j, n in enumerate(sizes):
+        end = pos + n
+        heap.append((n, j, list(zip(keys[pos:end], range(pos, end)))))
+        pos = end
     heapify(heap)
     j = len(heap)
     while len(heap) > 1:

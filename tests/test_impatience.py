@@ -14,16 +14,20 @@ SORTER_IDS = ["sort-merge", "huffman"]
 def check_runs(s):
     """The structure invariants, through the private fields."""
     n = len(s._keys)
-    assert len(s._vals) == len(s._start) == len(s._heads) == len(s._tails) == n
-    for k, v, start, head, tail in zip(s._keys, s._vals, s._start, s._heads,
-                                       s._tails):
+    assert len(s._vals) == len(s._start) == len(s._heads) == n
+    for k, v, start, head in zip(s._keys, s._vals, s._start, s._heads):
         assert len(k) == len(v)
         assert 0 <= start < len(k)  # empty runs are removed
         assert all(a <= b for a, b in zip(k, k[1:]))
-        assert head == k[start] and tail == k[-1]
-    assert all(a < b for a, b in zip(s._tails, s._tails[1:]))
+        assert head == k[start]
+    # _tails holds the tails of all runs but the top one, whose is _tail.
+    tails = s._tails + ([s._tail] if n else [])
+    assert tails == [k[-1] for k in s._keys]
+    assert all(a < b for a, b in zip(tails, tails[1:]))
     if n:
         assert s._topk is s._keys[-1] and s._topv is s._vals[-1]
+    else:
+        assert s._tail is None
 
 
 class Reference:
@@ -77,7 +81,7 @@ def test_empty(make):
     s = make()
     assert s.flush(10) == [] and s.flush(math.inf) == []
     assert len(s) == 0 and not s
-    assert s.peek_min() is None and s.min_ts is None
+    assert s.min_ts is None
     s.push(3, "a")
     assert s and len(s) == 1 and s.min_ts == 3
     assert s.flush(2) == [] and s.flush(3) == ["a"]
@@ -133,6 +137,39 @@ def test_tuple_keys_and_inf():
     assert s.min_ts == (0, "z")
     assert s.flush((1, "b")) == [1, 2, 0, 3]
     assert s.flush(math.inf) == [4]
+
+
+def late_stream(rng, n, spread, key=lambda x: x):
+    """(key, value) pairs: keys mostly ascending, some pushed back by up to
+    spread, many equal; values are tuples, which must come out as is."""
+    for i in range(n):
+        ts = i // 3 - (rng.randrange(spread) if rng.random() < 0.5 else 0)
+        yield key(ts), (i, "v")
+
+
+@pytest.mark.parametrize("key", [
+    lambda x: x,                    # narrow int range: radix sorted
+    lambda x: x * 1000,             # wider than 2**16
+    lambda x: x - 2**62 if x % 2 else x + 2**62,  # range overflows int64
+    lambda x: x * 2**64,            # beyond int64: list.sort
+    float,                          # not ints: list.sort
+], ids=["narrow", "wide", "int64-span", "bigint", "float"])
+@pytest.mark.parametrize("freq", [700, 3000])
+def test_large_merges_match_reference(key, freq):
+    import random
+
+    rng = random.Random(freq)
+    s = ImpatienceSorter()
+    ref = Reference()
+    for i, (ts, v) in enumerate(late_stream(rng, 6000, 400, key)):
+        s.push(ts, v)
+        ref.push(ts, v)
+        if i % freq == freq - 1:
+            T = key(i // 3 - 200)
+            assert s.flush(T) == ref.flush(T)
+            check_runs(s)
+    assert s.runs > 10
+    assert s.flush(math.inf) == ref.flush(math.inf)
 
 
 ops = st.lists(

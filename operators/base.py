@@ -31,10 +31,14 @@ class Operator:
         except FlameSparkError:
             raise
         except Exception as exc:
-            raise UserFunctionError(
-                f"{role} function of {self.kind} operator {self.name!r} raised "
-                f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
-            ) from exc
+            raise self.failure(role, exc, item) from exc
+
+    def failure(self, role: str, exc: Exception, item) -> UserFunctionError:
+        """The error to raise when the `role` function raised `exc` on `item`."""
+        return UserFunctionError(
+            f"{role} function of {self.kind} operator {self.name!r} raised "
+            f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
+        )
 
 
 class BoundaryOperator(Operator):

@@ -1,5 +1,5 @@
 """Keyed operators keep one bucket per key and forget what no punctuation can change."""
-from flamespark.core.errors import InternalError
+from flamespark.core.errors import FlameSparkError, InternalError
 from flamespark.core.items import encode
 from operators.base import BoundaryOperator
 from operators.store import DictState
@@ -26,7 +26,13 @@ class KeyedOperator(BoundaryOperator):
 
     def key_of(self, item) -> bytes:
         """The msgpack encoding of the item's key."""
-        return encode(self.call("key", self.key, item, item.payload), self.name, item.meta)
+        try:
+            key = self.key(item.payload)
+        except FlameSparkError:
+            raise
+        except Exception as exc:
+            raise self.failure("key", exc, item) from exc
+        return encode(key, self.name, item.meta)
 
     def process(self, item, state):
         key_data = self.key_of(item)

@@ -1,5 +1,6 @@
 """The stateful operator: `update(state, payload) -> (new_state, outputs)` per key, in meta order (paper §V-C)."""
-from flamespark.core.errors import UserFunctionError
+from flamespark.core.codec import pack
+from flamespark.core.errors import FlameSparkError, UserFunctionError
 from flamespark.core.items import Item, encode
 from operators.keyed import KeyedOperator
 from operators.statelog import NO_STATE, StateLog, Step
@@ -41,16 +42,28 @@ class StatefulLoop(KeyedOperator):
         else:
             state, base = previous.state, previous.state_data
             arrival = previous.arrival if previous.arrival > item.arrival else item.arrival
-        new_state, results = self._call_update(item, state)
-        meta, name = item.meta, self.name
-        outputs = []
-        for index, payload in enumerate(results):
-            out_meta = meta.child(index)
-            outputs.append(Item(out_meta, payload, encode(payload, name, out_meta), False, arrival))
-        return Step(item, base, new_state, encode(new_state, name, meta), arrival, outputs)
+        try:
+            result = self.update(state, item.payload)
+        except FlameSparkError:
+            raise
+        except Exception as exc:
+            raise self.failure("update", exc, item) from exc
+        new_state, results = self._checked(item, result)
+        meta = item.meta
+        try:
+            outputs = [Item(meta.child(index), payload, pack(payload), False, arrival)
+                       for index, payload in enumerate(results)]
+            state_data = pack(new_state)
+        except (TypeError, ValueError, OverflowError):
+            for index, payload in enumerate((*results, new_state)):
+                encode(payload, self.name, meta.child(index))  # raises the PayloadError naming the event
+            raise
+        return Step(item, base, new_state, state_data, arrival, outputs)
 
-    def _call_update(self, item, state):
-        result = self.call("update", self.update, item, state, item.payload)
+    def _checked(self, item, result):
+        """`(new_state, outputs)` from what `update` returned, or a UserFunctionError saying what is wrong."""
+        if type(result) is tuple and len(result) == 2 and type(result[1]) is list:
+            return result
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise UserFunctionError(
                 f"update function of stateful operator {self.name!r} must return (new_state, outputs), "
@@ -64,4 +77,4 @@ class StatefulLoop(KeyedOperator):
                 f"update function of stateful operator {self.name!r} must return outputs as an iterable "
                 f"of payloads (e.g. a list), got {type(results).__name__} (on {item.meta.describe()})"
             )
-        return new_state, results
+        return new_state, list(results)

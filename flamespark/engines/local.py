@@ -78,6 +78,9 @@ class LocalRun:
             else:
                 self._run_paced(interleave(inputs), started)
             self.punctuate()  # every source has ended: +inf
+            # Drop the operators' state here, by reference counting, rather than leave it to the full
+            # collection that follows the block.
+            self.states = self.deliver = None
         return self.result(clock.perf_counter() - started)
 
     def _run_unpaced(self, events):

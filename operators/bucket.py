@@ -20,11 +20,10 @@ class Bucket:
     tombstones for the windows that disappeared, then the windows that appeared.
     """
 
-    __slots__ = ("window", "horizon", "_order", "_items", "_counts")
+    __slots__ = ("window", "_order", "_items", "_counts")
 
     def __init__(self, window: int):
         self.window = window
-        self.horizon = float("-inf")
         self._order = []
         self._items = {}
         self._counts = {}
@@ -109,7 +108,6 @@ class Bucket:
 
     def collect(self, time) -> int:
         """Forget items with `ts <= time` but the last `window - 1`; returns orphan tombstones seen."""
-        self.horizon = time
         cut = bisect_left(self._order, ((time + 1,),))
         drop = cut - (self.window - 1)
         if drop > 0:
@@ -130,13 +128,13 @@ class Bucket:
             if identity in items
         ]
         pending = [[meta.dump(), data, count] for (meta, data), count in self._counts.items() if (meta, data) not in items]
-        return [self.horizon, visible, pending]
+        return [visible, pending]
 
     @classmethod
     def load(cls, window: int, dumped) -> "Bucket":
         """Rebuild a bucket from `dump()`."""
         bucket = cls(window)
-        bucket.horizon, visible, pending = dumped
+        visible, pending = dumped
         for meta, data, arrival, count in visible:
             item = Item(Meta.load(meta), unpack(data), data, False, arrival)
             bucket._items[item.identity] = item

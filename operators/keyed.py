@@ -9,8 +9,8 @@ class KeyedOperator(BoundaryOperator):
     """Routes items to per-key buckets, which live in the `KeyedState` it is handed.
 
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
-    `window - 1`, which later windows may still need. Buckets are collected when
-    next touched, and all held ones in a sweep when the state says one is due.
+    `window - 1`, which later windows may still need. The held buckets are
+    collected together, in a sweep, at a punctuation at which the state says one is due.
     Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`) and
     implement `apply(bucket, item)`.
     """
@@ -39,8 +39,6 @@ class KeyedOperator(BoundaryOperator):
         bucket = state.get(key_data)
         if bucket is None:
             bucket = self.new_bucket()
-        elif bucket.horizon < state.horizon:
-            self._collect(bucket, state.horizon)
         out = self.apply(bucket, item)
         self._store(state, key_data, bucket)
         return out
@@ -58,7 +56,6 @@ class KeyedOperator(BoundaryOperator):
         raise NotImplementedError
 
     def punctuate(self, time, state):
-        state.horizon = time
         if state.sweep_due():
             for key_data in state.held():
                 bucket = state.get(key_data)

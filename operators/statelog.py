@@ -39,10 +39,9 @@ class StateLog:
     outputs. `run(item, previous_step)` is the operator's combine map.
     """
 
-    __slots__ = ("horizon", "base", "identities", "steps", "pending")
+    __slots__ = ("base", "identities", "steps", "pending")
 
     def __init__(self):
-        self.horizon = float("-inf")
         self.base = None  # what is left of the last step a punctuation forgot: the state the next starts from
         self.identities = []
         self.steps = []
@@ -121,7 +120,6 @@ class StateLog:
     def collect(self, time) -> int:
         """Forget the steps with `ts <= time`, keeping the state after the last of them; returns orphan
         tombstones seen. No item or tombstone can come at or before `time` any more."""
-        self.horizon = time
         identities = self.identities
         if not identities or identities[0][0].ts > time:
             cut = 0
@@ -145,13 +143,13 @@ class StateLog:
         ]
         pending = [[meta.dump(), data, count] for (meta, data), count in self.pending.items()]
         base = None if self.base is None else [self.base.state_data, self.base.arrival]
-        return [self.horizon, base, steps, pending]
+        return [base, steps, pending]
 
     @classmethod
     def load(cls, dumped) -> "StateLog":
         """Rebuild a log from `dump()`."""
         log = cls()
-        log.horizon, base, steps, pending = dumped
+        base, steps, pending = dumped
         if base is not None:
             state_data, arrival = base
             log.base = Step(None, None, unpack(state_data), state_data, arrival, ())

@@ -1,4 +1,4 @@
-"""Where a keyed operator's state lives: its buckets by key, and the punctuation it has applied.
+"""Where a keyed operator's state lives: its buckets by key.
 
 Engines hand a keyed operator its `KeyedState` on every call. The local
 engine keeps a `DictState` for the whole run; an engine with a state store
@@ -14,13 +14,7 @@ class KeyedState:
     operator got from `get` may be changed in place, but the operator hands
     every changed bucket back with `put`, or `delete`s it once it holds
     nothing, so a store that writes to a state store writes only what changed.
-
-    `horizon` is the latest punctuation the operator applied; a bucket last
-    collected at an older one is collected again when next touched.
     """
-
-    def __init__(self, horizon=float("-inf")):
-        self.horizon = horizon
 
     def get(self, key: bytes) -> Bucket | None:
         """The key's bucket, or None if there is none."""

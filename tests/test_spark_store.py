@@ -29,7 +29,7 @@ def test_batches_over_the_shard_blob_give_the_outputs_of_one_in_memory_run(case,
     blob, horizon, out = msgpack.packb({}), -math.inf, []
     bounds = [0, *sorted(c for c in cuts if c < len(steps)), len(steps)]
     for start, end in zip(bounds, bounds[1:]):
-        stage = StageState({operator.name: operator}, msgpack.unpackb(blob, strict_map_key=False), horizon)
+        stage = StageState({operator.name: operator}, msgpack.unpackb(blob, strict_map_key=False))
         batch = steps[start:end]
         out += run(operator, stage.states[operator.name], batch)
         blob = msgpack.packb(stage.save())
@@ -43,7 +43,7 @@ def test_only_the_buckets_a_batch_changes_are_encoded_again():
     batches = [[item(1, 1), item(2, 2)], [item(4, 4)], [math.inf]]
     blobs = []
     for batch in batches:
-        stage = StageState({"sum": operator}, stored, -math.inf)
+        stage = StageState({"sum": operator}, stored)
         run(operator, stage.states["sum"], batch)
         stage.save()
         blobs.append(dict(stored["sum"]))

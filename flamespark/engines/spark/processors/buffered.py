@@ -77,7 +77,7 @@ class BufferedStageProcessor(BlobProcessor):
         state["timer"] = None
         ready = [entry for entry in state["buffered"] if entry[1] <= final]
         state["buffered"] = [entry for entry in state["buffered"] if entry[1] > final]
-        stage = StageState(self.keyed, state["buckets"], final)
+        stage = StageState(self.keyed, state["buckets"])
         items = []
         for target, ts, meta, data, arrival in ready:
             row = _Row(meta, data, arrival)

@@ -19,8 +19,7 @@ class BlobBuckets(KeyedState):
     so each punctuation sweeps them all.
     """
 
-    def __init__(self, blobs: dict, load, horizon):
-        super().__init__(horizon)
+    def __init__(self, blobs: dict, load):
         self._blobs = blobs
         self._load = load
         self._held = {}
@@ -59,11 +58,11 @@ class BlobBuckets(KeyedState):
 class StageState:
     """The states of one stage's keyed operators on one shard, over `stored` (operator -> key -> bucket blob)."""
 
-    def __init__(self, operators: dict, stored: dict, horizon):
+    def __init__(self, operators: dict, stored: dict):
         self.operators = operators
         self.stored = stored
         self.states = {
-            name: BlobBuckets(stored.setdefault(name, {}), operator.load_bucket, horizon)
+            name: BlobBuckets(stored.setdefault(name, {}), operator.load_bucket)
             for name, operator in operators.items()
         }
 

@@ -55,7 +55,7 @@ class StageProcessor(BlobProcessor):
         mine, passing = split_rows(batch, targets)
         if len(passing):
             yield passing[COLUMNS]
-        stage = StageState(self.operators, state["buckets"], horizons.time)
+        stage = StageState(self.operators, state["buckets"])
         barrier = load_barrier(state) if self.final else None
         items = []
         for row in mine.itertuples(index=False):

@@ -129,7 +129,6 @@ class LocalRun:
         for source, item in items:
             self.deliver[source](item)
         self.events += len(items)
-        self.note_buffered()
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
@@ -139,12 +138,13 @@ class LocalRun:
             return
         self.issued = time
         self.punctuations += 1
+        self.note_buffered()  # items pile up between punctuations: the most is held around one
         for name, operator in self.plan.operators.items():
             if operator.boundary:
                 send = self.deliver[name]
                 for item in operator.punctuate(time, self.states[name]):
                     send(item)
-        self.note_buffered()
+        self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
         now = clock.perf_counter()
         outputs, latencies = self.outputs, self.latencies_ms
         for sink, item in self.barrier.punctuate(time):

@@ -43,17 +43,15 @@ class DictState(KeyedState):
     """Every bucket in a dict, for the whole run.
 
     A sweep visits every bucket, so it is due once as many buckets have been
-    put as there are (and at least SWEEP_SPACING): the cost per item stays
+    put as there are, and at least `sweep_spacing`: the cost per item stays
     constant, and a key seen once is collected soon after the punctuation
     that can forget it.
     """
 
-    SWEEP_SPACING = 1024
-
-    def __init__(self):
-        super().__init__()
+    def __init__(self, sweep_spacing: int = 1024):
         self._buckets = {}
         self._since_sweep = 0
+        self._sweep_spacing = sweep_spacing
 
     def get(self, key):
         return self._buckets.get(key)
@@ -69,7 +67,7 @@ class DictState(KeyedState):
         return list(self._buckets)
 
     def sweep_due(self):
-        if self._since_sweep < max(len(self._buckets), self.SWEEP_SPACING):
+        if self._since_sweep < max(len(self._buckets), self._sweep_spacing):
             return False
         self._since_sweep = -len(self._buckets)  # the sweep puts back every bucket: those puts do not count
         return True

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import flamespark as fs
 from flamespark.core.codec import pack, unpack
 from flamespark.core.items import Item, Meta
-from operators import BufferSort, FlatMapOperator, MapOperator, StatefulLoop, WindowedGrouping
+from operators import BufferSort, DictState, FlatMapOperator, MapOperator, StatefulLoop, WindowedGrouping
 from operators.bucket import Bucket
 
 
@@ -119,7 +119,7 @@ def test_stateful_loop_result_does_not_depend_on_arrival_order(times, transient,
 
 def test_grouping_forgets_what_punctuation_settles():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
-    state = grouping.new_state()
+    state = DictState(sweep_spacing=1)
     for v in range(10):
         grouping.process(item(v, v), state)
     grouping.punctuate(6, state)

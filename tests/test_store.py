@@ -126,7 +126,7 @@ def test_a_state_saved_and_restored_around_every_call_gives_the_same_outputs(cas
 
 def test_a_punctuation_deletes_the_buckets_it_empties():
     grouping = WindowedGrouping("g", key=lambda v: v, window=1)
-    state = grouping.new_state()
+    state = DictState(sweep_spacing=1)
     run(grouping, state, [item(1, "a"), item(2, "b")])
     assert sorted(state.held()) == [pack("a"), pack("b")]
     run(grouping, state, [5, 6])
@@ -135,7 +135,7 @@ def test_a_punctuation_deletes_the_buckets_it_empties():
 
 def test_a_tombstone_waiting_for_its_item_survives_a_sweep():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=1)
-    state = grouping.new_state()
+    state = DictState(sweep_spacing=1)
     late = item(9, "x")
     assert run(grouping, state, [tombstone_of(late), 3, 4]) == []
     assert state.held() == [pack(0)]

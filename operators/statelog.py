@@ -47,9 +47,6 @@ class StateLog:
         self.steps = []
         self.pending = {}
 
-    def __len__(self):
-        return len(self.steps)
-
     @property
     def empty(self) -> bool:
         return not self.steps and not self.pending and self.base is None
@@ -132,7 +129,7 @@ class StateLog:
             del self.steps[:cut]
         if not self.pending:
             return 0
-        return sum(count for (meta, _), count in self.pending.items() if meta[0] <= time)
+        return sum(count for (meta, _), count in self.pending.items() if meta.ts <= time)
 
     def dump(self) -> list:
         """The log as msgpack-able lists, for engines that keep it in a state store."""

@@ -92,6 +92,25 @@ def test_sweep_runs_both_modes_at_every_percent(tmp_path, events_file):
     assert "## Disorder sweep" in (out / "report.md").read_text()
 
 
+def test_rates_run_both_modes_at_every_offered_rate(tmp_path, events_file):
+    """30 documents offered at 400/s take at least 72 ms; at 1e6/s no engine keeps up."""
+    out, report = bench(tmp_path, events_file, "--rates", "400,1000000")
+    assert (out / "rates.png").read_bytes()[:4] == b"\x89PNG"
+    points = report["rates"]
+    assert [p["rate"] for p in points] == [400, 1_000_000]
+    assert all(p["outputs_equal"] for p in points)
+    for mode in ("optimistic", "buffered"):
+        slow, fast = points[0][mode], points[1][mode]
+        assert slow["wall_s"] >= 29 / 400 and slow["events_per_s"] <= 400 * 30 / 29
+        assert fast["sustained"] is False
+        assert slow["sustained"] == (slow["events_per_s"] >= 0.95 * 400)
+        assert slow["batch_s"] is None  # the local engine runs no micro-batches
+    assert report["highest_sustained"] == {mode: 400 if points[0][mode]["sustained"] else None
+                                           for mode in ("optimistic", "buffered")}
+    markdown = (out / "report.md").read_text()
+    assert "## Latency against offered rate" in markdown and "Highest rate sustained" in markdown
+
+
 def test_bench_is_a_function_of_typed_arguments(tmp_path, events_file):
     report = run_bench(inverted_index, {"docs": events_file}, tmp_path / "bench", engine="local", reorder_latency=200,
                        sweep=[0])

@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import non_negative_float, percent
+from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float
 from flamespark.cli.run import add_pipeline_arguments, run_options
 
 
@@ -20,14 +20,18 @@ def sweep_points(text: str) -> list:
 def add_parser(commands):
     parser = commands.add_parser(
         "bench", help="compare the optimistic mode with the buffered baseline",
-        description="Run both modes on the same input (and, with --sweep, on re-disordered copies of it) and "
-                    "write DIR/report.json, DIR/report.md and plots. Exit status 1 if their outputs differ.")
+        description="Run both modes on the same input (and, with --sweep, on re-disordered copies of it; with "
+                    "--rates, offered at several rates) and write DIR/report.json, DIR/report.md and plots. Exit "
+                    "status 1 if their outputs differ.")
     add_pipeline_arguments(parser)
     parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=sweep_points, default=[],
                         help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
     parser.add_argument("--stddev-ms", metavar="MS", type=non_negative_float, default=1000.0,
                         help="delay standard deviation of the sweep (default: 1000)")
     parser.add_argument("--seed", metavar="S", type=int, default=0, help="random seed of the sweep (default: 0)")
+    parser.add_argument("--rates", metavar="R1,R2,...", type=comma_separated(positive_float), default=[],
+                        help="also run both modes on the input offered at each rate (events/s): latency, events/s, "
+                             "replay and batch length per rate, the highest rate each sustains, and rates.png")
     parser.set_defaults(handler=command)
 
 
@@ -36,7 +40,7 @@ def command(args) -> int:
     from flamespark.tools.loader import load_graph
 
     report = bench(load_graph(args.pipeline), args.input, args.out, sweep=args.sweep, stddev_ms=args.stddev_ms,
-                   seed=args.seed, title=args.pipeline, **run_options(args))
+                   seed=args.seed, rates=args.rates, title=args.pipeline, **run_options(args))
     equal = outputs_equal(report)
     print(f"bench: report in {args.out / 'report.md'}" + ("" if equal else "; OUTPUTS DIFFER between modes"),
           file=sys.stderr)

@@ -11,7 +11,7 @@ import json
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -102,17 +102,45 @@ def sweep_points(graph, events: dict, runs: Runs, percents: Sequence[float], std
     return points
 
 
+# A mode sustains an offered rate when it processes at least this share of it.
+SUSTAINED = 0.95
+
+
+def rate_points(graph, events: dict, runs: Runs, rates: Sequence[float], inputs: dict) -> list:
+    """Both modes on the same input offered at every rate of `rates` (events/s)."""
+    points = []
+    for rate in rates:
+        entry, _ = replace(runs, rate=rate).compare(graph, events, f"rate_{rate:g}", inputs)
+        entry["rate"] = rate
+        for mode in MODES:
+            metrics = entry[mode]
+            batches = metrics["engine"].get("batches")
+            metrics["sustained"] = (metrics["events_per_s"] or 0) >= SUSTAINED * rate
+            metrics["batch_s"] = metrics["wall_s"] / batches if batches else None
+        points.append(entry)
+    return points
+
+
+def highest_sustained(points: list) -> dict:
+    """Per mode, the highest offered rate it sustained (None if none)."""
+    return {mode: max((point["rate"] for point in points if point[mode]["sustained"]), default=None)
+            for mode in MODES}
+
+
 def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",
           reorder_latency: int = 0, late: str = "drop", rate: float | None = None, master: str | None = None,
           checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
-          sweep: Sequence[float] = (), stddev_ms: float = 1000.0, seed: int = 0,
+          sweep: Sequence[float] = (), stddev_ms: float = 1000.0, seed: int = 0, rates: Sequence[float] = (),
           title: str | None = None) -> dict:
     """Run `graph` in both modes over `inputs` (source name to a JSONL file or a directory) and return the report.
 
     The report is also written to `out` (report.json, report.md, latency.png).
     With `sweep`, a list of disorder percents, both modes also run at each of
     them, on the events sorted by ts and re-disordered by `disorder_events`
-    with `stddev_ms` and `seed`; `out/sweep.png` plots them. Spark runs keep
+    with `stddev_ms` and `seed`; `out/sweep.png` plots them. With `rates`
+    (events/s), both modes also run on the input offered at each rate, the
+    report says the highest rate each sustains (processing at least 95 % of
+    it), and `out/rates.png` plots latency against rate. Spark runs keep
     their checkpoints under `checkpoint` (default `out/_checkpoint`), one per
     run. `title` names the pipeline in the report (default: the graph's name).
     The other options are `flamespark.run`'s; `rate` paces the local engine's
@@ -138,14 +166,19 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     if sweep:
         report["sweep"] = sweep_points(graph, events, runs, sweep, stddev_ms, seed)
         plot_sweep(report["sweep"], out / "sweep.png")
+    if rates:
+        report["rates"] = rate_points(graph, events, runs, rates, events if engine == "local" else paths)
+        report["highest_sustained"] = highest_sustained(report["rates"])
+        plot_rates(report["rates"], out / "rates.png")
     write_atomic(out / "report.md", markdown(report))
     write_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report
 
 
 def outputs_equal(report: dict) -> bool:
-    """Whether both modes released the same outputs on the input and at every sweep point."""
-    return report["outputs_equal"] and all(point["outputs_equal"] for point in report.get("sweep", []))
+    """Whether both modes released the same outputs on the input and at every sweep and rate point."""
+    points = report.get("sweep", []) + report.get("rates", [])
+    return report["outputs_equal"] and all(point["outputs_equal"] for point in points)
 
 
 # ----------------------------------------------------------------- report
@@ -211,7 +244,32 @@ def markdown(report: dict) -> str:
             )
         lines += ["", f"Delays |N(0, {report['sweep'][0]['stddev_ms']:g} ms)|, seed {report['sweep'][0]['seed']}. "
                       "Plot: `sweep.png`.", ""]
+    if "rates" in report:
+        lines += _rates(report)
     return "\n".join(lines)
+
+
+def _rates(report: dict) -> list:
+    """The rate sweep: latency, throughput, replay and batch length per offered rate and mode."""
+    lines = [
+        "## Latency against offered rate",
+        "",
+        "| offered (events/s) | mode | events/s | sustained | replay ratio | p50 | p75 | p95 | p99 (ms) | batch (s) |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for point in report["rates"]:
+        for mode in MODES:
+            metrics, latency = point[mode], point[mode]["latency_ms"]
+            lines.append(
+                f"| {point['rate']:g} | {mode} | {_number(metrics['events_per_s'], 1)} | "
+                f"{'yes' if metrics['sustained'] else 'no'} | {_number(metrics['replay_ratio'], 3)} | "
+                + " | ".join(_number(latency[f"p{p}"], 0) for p in PERCENTILES)
+                + f" | {_number(metrics['batch_s'], 2)} |"
+            )
+    highest = report["highest_sustained"]
+    lines += ["", "Highest rate sustained (events/s at least 95 % of the offered rate): "
+                  + ", ".join(f"{mode} {_number(highest[mode], 1)}" for mode in MODES) + ". Plot: `rates.png`.", ""]
+    return lines
 
 
 def _release_delays(report: dict) -> list:
@@ -252,6 +310,24 @@ def plot_latency(latencies: dict, path: Path):
     axes.set_xlabel("latency from the completing event's arrival to release (ms)")
     axes.set_ylabel("share of released outputs")
     axes.set_title("Per-output latency")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.savefig(path, dpi=110)
+
+
+def plot_rates(points: list, path: Path):
+    """Output latency p50 and p99 of both modes against the offered rate (the paper's Figure 10)."""
+    figure = _figure(1)
+    axes = figure.add_subplot()
+    rates = [point["rate"] for point in points]
+    for mode, color in zip(MODES, ("C0", "C1")):
+        for key, style in (("p50", "-"), ("p99", "--")):
+            values = [point[mode]["latency_ms"][key] for point in points]
+            axes.plot(rates, [np.nan if v is None else v for v in values], style, color=color, marker="o",
+                      label=f"{mode} {key}")
+    axes.set_xlabel("offered rate (events/s)")
+    axes.set_ylabel("output latency (ms)")
+    axes.set_title("Latency against offered rate")
     axes.grid(alpha=0.3)
     axes.legend()
     figure.savefig(path, dpi=110)

@@ -23,7 +23,7 @@ from flamespark.io.atomic import write_atomic
 from flamespark.runtime.metrics import PERCENTILES
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import MODES
-from flamespark.tools.disorder import count_inversions, count_runs, disorder_events
+from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
 from flamespark.tools.runner import check_inputs, checkpoint_directory
 
@@ -93,9 +93,7 @@ def sweep_points(graph, events: dict, runs: Runs, percents: Sequence[float], std
     for percent in percents:
         disordered = {}
         for index, (name, pairs) in enumerate(ordered.items()):
-            order = disorder_events([{"ts": ts, "at": i} for i, (ts, _) in enumerate(pairs)],
-                                    percent, stddev_ms, seed + index)
-            disordered[name] = [pairs[e["at"]] for e in order]
+            disordered[name] = disorder_pairs(pairs, percent, stddev_ms, seed + index)
         entry, _ = runs.compare(graph, disordered, f"percent_{percent:g}", disordered)
         entry.update(percent=percent, stddev_ms=stddev_ms, seed=seed)
         points.append(entry)

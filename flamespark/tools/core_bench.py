@@ -22,9 +22,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from flamespark.api import run
 from flamespark.core.codec import pack
-
-MODES = ("optimistic", "buffered")
+from flamespark.io.inputs import read_input
+from flamespark.runtime.plan import MODES
+from flamespark.tools.disorder import disorder_pairs
+from flamespark.tools.loader import load_module
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,6 @@ class Disorder:
     @property
     def label(self) -> str:
         return f"{self.percent:g} % delayed, σ {self.stddev_ms:g} ms"
-
-
-def _load(pipeline: Path):
-    from flamespark.tools.loader import load_module
-
-    return load_module(pipeline)
 
 
 def _digest(outputs: dict) -> str:
@@ -60,29 +57,21 @@ def _peak_mb() -> float:
 
 
 def _documents(docs_path: Path) -> list:
-    from flamespark.io.inputs import read_input
-
     return sorted(read_input("docs", docs_path), key=lambda event: event[0])
 
 
 def _arrival(events: list, disorder: Disorder | None) -> list:
     if disorder is None:
         return events
-    from flamespark.tools.disorder import disorder_events
-
-    order = disorder_events([{"ts": ts, "at": i} for i, (ts, _) in enumerate(events)],
-                            disorder.percent, disorder.stddev_ms, disorder.seed)
-    return [events[event["at"]] for event in order]
+    return disorder_pairs(events, disorder.percent, disorder.stddev_ms, disorder.seed)
 
 
 def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int, disorder, rate) -> dict:
     """One engine run of the inverted index; runs in a child process."""
-    import flamespark as fs
-
-    module = _load(pipeline)
+    module = load_module(pipeline)
     arrival = _arrival(_documents(docs_path), disorder)
     started = time.perf_counter()
-    result = fs.run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate)
+    result = run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate)
     wall_s = time.perf_counter() - started
     metrics = result.metrics
     return {
@@ -100,7 +89,7 @@ def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int,
 
 def _run_plain(pipeline: Path, docs_path: Path) -> dict:
     """The example's plain in-order program on the same documents; runs in a child process."""
-    module = _load(pipeline)
+    module = load_module(pipeline)
     docs = [payload for _, payload in _documents(docs_path)]
     started = time.perf_counter()
     outputs = module.in_order_index(docs)
@@ -109,12 +98,10 @@ def _run_plain(pipeline: Path, docs_path: Path) -> dict:
 
 def _run_sum(pipeline: Path, readings: int) -> dict:
     """The running-sum example over in-order readings; runs in a child process."""
-    import flamespark as fs
-
-    module = _load(pipeline)
+    module = load_module(pipeline)
     events = [(reading["ts"], reading) for reading in module.readings(readings)]
     started = time.perf_counter()
-    result = fs.run(module.graph, {"readings": events})
+    result = run(module.graph, {"readings": events})
     wall_s = time.perf_counter() - started
     return {"wall_s": wall_s, "events_per_s": readings / wall_s, "released": result.metrics["released"],
             "peak_mb": _peak_mb()}

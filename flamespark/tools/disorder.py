@@ -141,6 +141,12 @@ def disorder_events(
     return [events[i] for i in order]
 
 
+def disorder_pairs(pairs: Sequence[tuple], percent: float, stddev_ms: float, seed: int | None) -> list:
+    """`disorder_events` for `(ts, payload)` pairs sorted by `ts`, as `flamespark.run` takes them."""
+    order = disorder_events([{"ts": ts, "at": i} for i, (ts, _) in enumerate(pairs)], percent, stddev_ms, seed)
+    return [pairs[event["at"]] for event in order]
+
+
 # --------------------------------------------------------------------------
 # Disorder measures (Estivill-Castro & Wood, as used in the paper's Table I)
 # --------------------------------------------------------------------------

@@ -1,0 +1,33 @@
+"""`flamespark bench-core` on a few documents: every figure is there and every pair of outputs is checked equal."""
+from pathlib import Path
+
+from flamespark.io.jsonl import write_jsonl
+from flamespark.tools.core_bench import bench_core, table
+from flamespark.tools.loader import load_module
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_core_bench_reports_every_run(tmp_path):
+    """A reorder latency above every delay: no event is late, so every pair of runs must agree."""
+    docs = [{"ts": i * 50, "doc_id": i, "text": f"word{i % 3} shared text {i}"} for i in range(12)]
+    write_jsonl(tmp_path / "docs.jsonl", docs)
+    report = bench_core(tmp_path / "docs.jsonl", index_pipeline=EXAMPLES / "inverted_index.py",
+                        sum_pipeline=EXAMPLES / "running_sum.py", reorder_latency=5000, rate=2000,
+                        overload_rate=100_000, readings=500)
+    outputs = load_module(EXAMPLES / "inverted_index.py").in_order_index(docs)
+    expected = len(outputs["index"]) + len(outputs["docs"])
+    assert report["documents"] == 12 and report["in_order"]["engine"]["released"] == expected
+    assert report["in_order"]["outputs_equal"] is True
+    assert report["in_order"]["ratio"] == report["in_order"]["engine"]["wall_s"] / report["in_order"]["plain"]["wall_s"]
+    assert [entry["rate"] for entry in report["paced"]] == [2000, 2000, 100_000]
+    for entry in report["paced"]:
+        assert entry["outputs_equal"] is True
+        for mode in ("optimistic", "buffered"):
+            run = entry[mode]
+            assert run["documents"] == 12 and 0 < run["released"] <= expected
+            assert run["peak_mb"] > 0 and set(run["latency_ms"]) == {"p50", "p75", "p95", "p99"}
+        assert entry["buffered"]["replay_ratio"] == 1.0
+    assert report["running_sum"]["released"] == 500
+    text = table(report)
+    assert "| **ratio** |" in text and "Outputs equal in every pair." in text

@@ -313,16 +313,23 @@ def plot_latency(latencies: dict, path: Path):
     figure.savefig(path, dpi=110)
 
 
+COLORS = ("C0", "C1")  # per mode, in the order of MODES
+
+
+def _plot_latencies(axes, xs: list, points: list):
+    """p50 (solid) and p99 (dashed) output latency of both modes at `points`, placed at `xs`."""
+    for mode, color in zip(MODES, COLORS):
+        for key, style in (("p50", "-"), ("p99", "--")):
+            values = [point[mode]["latency_ms"][key] for point in points]
+            axes.plot(xs, [np.nan if v is None else v for v in values], style, color=color, marker="o",
+                      label=f"{mode} {key}")
+
+
 def plot_rates(points: list, path: Path):
     """Output latency p50 and p99 of both modes against the offered rate (the paper's Figure 10)."""
     figure = _figure(1)
     axes = figure.add_subplot()
-    rates = [point["rate"] for point in points]
-    for mode, color in zip(MODES, ("C0", "C1")):
-        for key, style in (("p50", "-"), ("p99", "--")):
-            values = [point[mode]["latency_ms"][key] for point in points]
-            axes.plot(rates, [np.nan if v is None else v for v in values], style, color=color, marker="o",
-                      label=f"{mode} {key}")
+    _plot_latencies(axes, [point["rate"] for point in points], points)
     axes.set_xlabel("offered rate (events/s)")
     axes.set_ylabel("output latency (ms)")
     axes.set_title("Latency against offered rate")
@@ -336,12 +343,9 @@ def plot_sweep(points: list, path: Path):
     figure = _figure(2)
     replay, latency = figure.subplots(1, 2)
     percents = [point["percent"] for point in points]
-    for mode, color in zip(MODES, ("C0", "C1")):
+    for mode, color in zip(MODES, COLORS):
         replay.plot(percents, [point[mode]["replay_ratio"] for point in points], color=color, marker="o", label=mode)
-        for key, style in (("p50", "-"), ("p99", "--")):
-            values = [point[mode]["latency_ms"][key] for point in points]
-            latency.plot(percents, [np.nan if v is None else v for v in values], style, color=color, marker="o",
-                         label=f"{mode} {key}")
+    _plot_latencies(latency, percents, points)
     replay.set_title("Replay ratio (arrived at barrier / released)")
     latency.set_title("Output latency")
     latency.set_ylabel("ms")

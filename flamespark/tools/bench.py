@@ -297,23 +297,15 @@ def _figure(columns: int):
     return Figure(figsize=(6.4 * columns, 4.4), layout="constrained")
 
 
-def plot_latency(latencies: dict, path: Path):
-    """CDF of per-output latency per mode."""
-    figure = _figure(1)
-    axes = figure.add_subplot()
-    for mode in MODES:
-        x = np.sort(np.asarray(latencies[mode], dtype=float))
-        if x.size:
-            axes.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=mode)
-    axes.set_xlabel("latency from the completing event's arrival to release (ms)")
-    axes.set_ylabel("share of released outputs")
-    axes.set_title("Per-output latency")
+COLORS = ("C0", "C1")  # per mode, in the order of MODES
+
+
+def _label(axes, xlabel: str, ylabel: str, title: str):
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend()
-    figure.savefig(path, dpi=110)
-
-
-COLORS = ("C0", "C1")  # per mode, in the order of MODES
 
 
 def _plot_latencies(axes, xs: list, points: list):
@@ -325,16 +317,25 @@ def _plot_latencies(axes, xs: list, points: list):
                       label=f"{mode} {key}")
 
 
+def plot_latency(latencies: dict, path: Path):
+    """CDF of per-output latency per mode."""
+    figure = _figure(1)
+    axes = figure.add_subplot()
+    for mode in MODES:
+        x = np.sort(np.asarray(latencies[mode], dtype=float))
+        if x.size:
+            axes.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=mode)
+    _label(axes, "latency from the completing event's arrival to release (ms)", "share of released outputs",
+           "Per-output latency")
+    figure.savefig(path, dpi=110)
+
+
 def plot_rates(points: list, path: Path):
     """Output latency p50 and p99 of both modes against the offered rate (the paper's Figure 10)."""
     figure = _figure(1)
     axes = figure.add_subplot()
     _plot_latencies(axes, [point["rate"] for point in points], points)
-    axes.set_xlabel("offered rate (events/s)")
-    axes.set_ylabel("output latency (ms)")
-    axes.set_title("Latency against offered rate")
-    axes.grid(alpha=0.3)
-    axes.legend()
+    _label(axes, "offered rate (events/s)", "output latency (ms)", "Latency against offered rate")
     figure.savefig(path, dpi=110)
 
 

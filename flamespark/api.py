@@ -14,8 +14,18 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     are late and handled by `late` ("drop", "adjust" or "fail"). The local
     engine issues a punctuation every `punctuate_every` events. `mode` is
     "optimistic" or "buffered" (the buffer-and-sort baseline); both release
-    the same outputs. Every option is checked before the engine starts; a bad
-    one raises OptionError, the same on every engine.
+    the same outputs. With `rate` (events/s) the inputs arrive paced, and
+    latency counts from each event's arrival. Every option is checked before
+    the engine starts; a bad one raises OptionError, the same on every engine.
+
+    >>> import flamespark as fs
+    >>> g = fs.Graph("sums")
+    >>> def add(total, n):
+    ...     total = (total or 0) + n
+    ...     return total, [total]
+    >>> g.source("numbers").stateful(key=lambda n: n % 2, update=add).sink("out")
+    >>> fs.run(g, {"numbers": [(2, 2), (1, 1), (4, 4)]}, reorder_latency=5).outputs
+    {'out': [1, 2, 6]}
     """
     options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, **engine_options)
     return run_with_options(graph, inputs, options)

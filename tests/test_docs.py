@@ -1,8 +1,9 @@
-"""The examples in the operators' docstrings run and print what they show."""
+"""The examples in the operators' docstrings, and in `flamespark.run`'s, run and print what they show."""
 import doctest
 
 import pytest
 
+import flamespark.api
 import flamespark.graph
 
 DOCUMENTED = ["Graph", "Graph.source", "Stream.map", "Stream.flat_map", "Stream.filter", "Stream.group_by",
@@ -17,7 +18,17 @@ def test_every_operator_has_an_example():
 
 @pytest.mark.parametrize("name", DOCUMENTED)
 def test_the_example_runs(name):
+    assert_runs(EXAMPLES[name])
+
+
+def test_the_run_example_runs():
+    (example,) = [test for test in doctest.DocTestFinder().find(flamespark.api) if test.examples]
+    assert example.name == "flamespark.api.run"
+    assert_runs(example)
+
+
+def assert_runs(example):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     report = []
-    runner.run(EXAMPLES[name], out=report.append)
+    runner.run(example, out=report.append)
     assert runner.failures == 0, "".join(report)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from flamespark.api import run
+from flamespark.core.codec import pack
 from flamespark.graph import Graph
 from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
@@ -61,7 +62,7 @@ class Runs:
         the report entry and each mode's raw latencies.
         """
         entry = {"input": input_facts(events)}
-        outputs, latencies = {}, {}
+        outputs, latencies, late = {}, {}, {}
         for mode in MODES:
             _progress(f"{label}: {mode} ...")
             result = self.run(graph, inputs, mode, label)
@@ -72,9 +73,14 @@ class Runs:
                       f"p50 {_number(metrics['latency_ms']['p50'], 1)} ms")
             entry[mode] = metrics
             outputs[mode] = result.outputs
+            late[mode] = (sorted((letter["source"], letter["ts"], pack(letter["payload"])) for letter in result.late),
+                          metrics["late_adjusted"])
         optimistic = entry["optimistic"]
         entry["input"]["late"] = optimistic.get("late_dropped", 0) + optimistic.get("late_adjusted", 0)
         entry["outputs_equal"] = outputs["optimistic"] == outputs["buffered"]
+        # A paced run judges lateness per batch of waiting arrivals, so beyond the reorder latency the two
+        # modes may drop different events; their outputs are comparable only where they dropped the same.
+        entry["late_equal"] = late["optimistic"] == late["buffered"]
         return entry, latencies
 
 
@@ -173,10 +179,11 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     return report
 
 
-def outputs_equal(report: dict) -> bool:
-    """Whether both modes released the same outputs on the input and at every sweep and rate point."""
-    points = report.get("sweep", []) + report.get("rates", [])
-    return report["outputs_equal"] and all(point["outputs_equal"] for point in points)
+def modes_agree(report: dict) -> bool:
+    """Whether both modes released the same outputs on the input and at every sweep and rate point at which
+    they took the same events as late (exactness promises nothing more)."""
+    points = [report] + report.get("sweep", []) + report.get("rates", [])
+    return all(point["outputs_equal"] or not point["late_equal"] for point in points)
 
 
 # ----------------------------------------------------------------- report
@@ -218,7 +225,7 @@ def markdown(report: dict) -> str:
     ]
     for label, get in ROWS:
         lines.append(f"| {label} | {_number(get(report['optimistic']))} | {_number(get(report['buffered']))} |")
-    lines += ["", f"Outputs equal: **{'yes' if report['outputs_equal'] else 'NO'}**. Latency plot: `latency.png`.", ""]
+    lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.", ""]
     lines += _release_delays(report)
     if "sweep" in report:
         lines += [
@@ -238,7 +245,7 @@ def markdown(report: dict) -> str:
             lines.append(
                 f"| {point['percent']:g} | {inversions:,} | {point['input']['late']} | {_number(opt['replay_ratio'], 3)} "
                 f"| {pair('p50')} | {pair('p99')} | {_number(opt['events_per_s'], 1)} / {_number(buf['events_per_s'], 1)} "
-                f"| {'yes' if point['outputs_equal'] else 'NO'} |"
+                f"| {_equality(point)} |"
             )
         lines += ["", f"Delays |N(0, {report['sweep'][0]['stddev_ms']:g} ms)|, seed {report['sweep'][0]['seed']}. "
                       "Plot: `sweep.png`.", ""]
@@ -247,13 +254,20 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _equality(point: dict) -> str:
+    if point["outputs_equal"]:
+        return "yes"
+    return "NO" if point["late_equal"] else "not compared: the modes took different events as late"
+
+
 def _rates(report: dict) -> list:
     """The rate sweep: latency, throughput, replay and batch length per offered rate and mode."""
     lines = [
         "## Latency against offered rate",
         "",
-        "| offered (events/s) | mode | events/s | sustained | replay ratio | p50 | p75 | p95 | p99 (ms) | batch (s) |",
-        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| offered (events/s) | mode | events/s | sustained | replay ratio | p50 | p75 | p95 | p99 (ms) | batch (s) "
+        "| outputs equal |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for point in report["rates"]:
         for mode in MODES:
@@ -262,7 +276,7 @@ def _rates(report: dict) -> list:
                 f"| {point['rate']:g} | {mode} | {_number(metrics['events_per_s'], 1)} | "
                 f"{'yes' if metrics['sustained'] else 'no'} | {_number(metrics['replay_ratio'], 3)} | "
                 + " | ".join(_number(latency[f"p{p}"], 0) for p in PERCENTILES)
-                + f" | {_number(metrics['batch_s'], 2)} |"
+                + f" | {_number(metrics['batch_s'], 2)} | {_equality(point)} |"
             )
     highest = report["highest_sustained"]
     lines += ["", "Highest rate sustained (events/s at least 95 % of the offered rate): "

@@ -1,10 +1,11 @@
 """Where a keyed operator's state lives: its buckets by key.
 
-Engines hand a keyed operator its `KeyedState` on every call. The local
-engine keeps a `DictState` for the whole run; an engine with a state store
-implements `KeyedState` over it, for as long as one batch of one shard lasts.
+A bucket is what the operator keeps for one key: a `Bucket` of items for a
+grouping, a `StateLog` of steps for a stateful operator. Engines hand a keyed
+operator its `KeyedState` on every call. The local engine keeps a
+`DictState` for the whole run; an engine with a state store implements
+`KeyedState` over it, for as long as one batch of one shard lasts.
 """
-from operators.bucket import Bucket
 
 
 class KeyedState:
@@ -16,11 +17,11 @@ class KeyedState:
     nothing, so a store that writes to a state store writes only what changed.
     """
 
-    def get(self, key: bytes) -> Bucket | None:
+    def get(self, key: bytes):
         """The key's bucket, or None if there is none."""
         raise NotImplementedError
 
-    def put(self, key: bytes, bucket: Bucket):
+    def put(self, key: bytes, bucket):
         raise NotImplementedError
 
     def delete(self, key: bytes):

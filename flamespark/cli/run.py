@@ -5,11 +5,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from flamespark.runtime.options import ENGINES
+from flamespark.runtime.options import ENGINES, MODES
 from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.progress import POLICIES
-from flamespark.runtime.plan import MODES
 
 
 def _input_pair(text: str) -> tuple[str, str]:

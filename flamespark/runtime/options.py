@@ -5,10 +5,10 @@ import math
 from dataclasses import dataclass, field
 
 from flamespark.core.errors import OptionError
-from flamespark.runtime.plan import MODES
 from flamespark.runtime.progress import POLICIES
 
 ENGINES = ("local", "spark")
+MODES = ("optimistic", "buffered")
 # The keyword arguments of flamespark.engines.spark.run_spark (apart from the graph, inputs and these options).
 SPARK_OPTIONS = ("master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "progress",
                  "follow", "output", "output_format")

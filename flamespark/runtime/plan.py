@@ -15,9 +15,6 @@ from operators import (
     WindowedGrouping,
 )
 
-MODES = ("optimistic", "buffered")
-
-
 @dataclass
 class PhysicalPlan:
     """Operators by name, in topological order, and where each one's output goes.
@@ -100,7 +97,7 @@ def _inline(operator, send):
 
 
 def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
-    """Physical operators for `graph` in `mode` (one of MODES); `buffered` puts a BufferSort before every grouping."""
+    """Physical operators for `graph` in `mode` ("optimistic" or "buffered", checked by RunOptions); `buffered` puts a BufferSort before every grouping."""
     graph.validate()
     plan = PhysicalPlan()
     exits = {}

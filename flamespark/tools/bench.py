@@ -22,8 +22,7 @@ from flamespark.graph import Graph
 from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
 from flamespark.runtime.metrics import PERCENTILES
-from flamespark.runtime.options import RunOptions
-from flamespark.runtime.plan import MODES
+from flamespark.runtime.options import MODES, RunOptions
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
 from flamespark.tools.runner import check_inputs, checkpoint_directory

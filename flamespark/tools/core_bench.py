@@ -25,7 +25,7 @@ from pathlib import Path
 from flamespark.api import run
 from flamespark.core.codec import pack
 from flamespark.io.inputs import read_input
-from flamespark.runtime.plan import MODES
+from flamespark.runtime.options import MODES
 from flamespark.tools.disorder import disorder_pairs
 from flamespark.tools.loader import load_module
 

@@ -1,1 +1,2 @@
-"""What engines share: source progress, punctuations, late events, the physical plan."""
+"""What engines share: run options, source progress (punctuations, late events, minting), the physical plan,
+the metrics builder and garbage collection during a run."""

@@ -1,6 +1,4 @@
 """What every operator shares: its name and guarded calls into user code."""
-from collections import Counter
-
 from flamespark.core.errors import FlameSparkError, UserFunctionError
 
 _REPR_LIMIT = 200
@@ -61,26 +59,3 @@ class BoundaryOperator(Operator):
         """Apply punctuation `time`; returns the items it releases."""
         raise NotImplementedError
 
-
-def cancel_pairs(items: list) -> list:
-    """`items` without the tombstone-and-item pairs of one identity: together they change nothing.
-
-    A replay often retracts an output and makes it again unchanged; dropping
-    both keeps them from travelling to, and being counted at, the barrier.
-    """
-    tombstones = Counter(item.identity for item in items if item.tombstone)
-    if not tombstones:
-        return items
-    regular = Counter(item.identity for item in items if not item.tombstone)
-    pairs = {identity: min(count, regular[identity]) for identity, count in tombstones.items() if regular[identity]}
-    if not pairs:
-        return items
-    skip_tombstones, skip_items = Counter(pairs), Counter(pairs)
-    kept = []
-    for item in items:
-        skip = skip_tombstones if item.tombstone else skip_items
-        if skip[item.identity] > 0:
-            skip[item.identity] -= 1
-        else:
-            kept.append(item)
-    return kept

@@ -37,22 +37,6 @@ class Bucket:
         """The visible items in meta order."""
         return [self._items[identity] for identity in self._order]
 
-    def last(self):
-        """The last visible item, or None."""
-        return self._items[self._order[-1]] if self._order else None
-
-    def takes_at_end(self, item) -> bool:
-        """Whether adding regular `item` would append a new visible item after all others."""
-        identity = item.identity
-        return identity not in self._counts and (not self._order or self._order[-1] < identity)
-
-    def append(self, item):
-        """Append an item `takes_at_end` accepted, without computing windows (the caller knows them)."""
-        identity = item.identity
-        self._counts[identity] = 1
-        self._items[identity] = item
-        self._order.append(identity)
-
     def add(self, item) -> list:
         identity = item.identity
         before = self._counts.get(identity, 0)

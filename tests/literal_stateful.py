@@ -8,9 +8,10 @@ combine map acts only on windows `(item,)` and `(state, item)`; a tombstone
 for a window replays `update` on it to cancel its state and outputs. The
 feedback runs on an explicit stack.
 """
+from collections import Counter
+
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, encode
-from operators.base import cancel_pairs
 from operators.bucket import Bucket
 from operators.keyed import KeyedOperator
 
@@ -57,3 +58,27 @@ class LiteralStatefulLoop(KeyedOperator):
             outputs.append(Item(meta, payload, encode(payload, self.name, meta), tombstone, arrival))
         meta = item.meta.child(0)
         return StateItem(meta, new_state, encode(new_state, self.name, meta), tombstone, arrival)
+
+
+def cancel_pairs(items: list) -> list:
+    """`items` without the tombstone-and-item pairs of one identity: together they change nothing.
+
+    A replay often retracts an output and makes it again unchanged; dropping
+    both keeps them from travelling to, and being counted at, the barrier.
+    """
+    tombstones = Counter(item.identity for item in items if item.tombstone)
+    if not tombstones:
+        return items
+    regular = Counter(item.identity for item in items if not item.tombstone)
+    pairs = {identity: min(count, regular[identity]) for identity, count in tombstones.items() if regular[identity]}
+    if not pairs:
+        return items
+    skip_tombstones, skip_items = Counter(pairs), Counter(pairs)
+    kept = []
+    for item in items:
+        skip = skip_tombstones if item.tombstone else skip_items
+        if skip[item.identity] > 0:
+            skip[item.identity] -= 1
+        else:
+            kept.append(item)
+    return kept

@@ -1,10 +1,11 @@
-"""The examples in the operators' docstrings, and in `flamespark.run`'s, run and print what they show."""
+"""The examples in the operators' docstrings, `flamespark.run`'s and the changelog's, run and print what they show."""
 import doctest
 
 import pytest
 
 import flamespark.api
 import flamespark.graph
+import flamespark.runtime.changes
 
 DOCUMENTED = ["Graph", "Graph.source", "Stream.map", "Stream.flat_map", "Stream.filter", "Stream.group_by",
               "Stream.stateful", "Stream.union", "Stream.sink"]
@@ -24,6 +25,12 @@ def test_the_example_runs(name):
 def test_the_run_example_runs():
     (example,) = [test for test in doctest.DocTestFinder().find(flamespark.api) if test.examples]
     assert example.name == "flamespark.api.run"
+    assert_runs(example)
+
+
+def test_the_changelog_example_runs():
+    (example,) = [test for test in doctest.DocTestFinder().find(flamespark.runtime.changes) if test.examples]
+    assert example.name == "flamespark.runtime.changes.StepChanges"
     assert_runs(example)
 
 

@@ -29,7 +29,7 @@ BAD_OPTIONS = [
     ({"rate": 0}, "rate must be a positive number of events per second, got 0"),
     ({"rate": float("inf")}, "rate must be a positive number of events per second, got inf"),
     ({"reorder_latncy": 5, "sharts": 2}, "unknown option(s) reorder_latncy, sharts; flamespark.run takes engine, "
-                                         "mode, reorder_latency, late, punctuate_every, idle_timeout, rate and, on "
+                                         "mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes and, on "
                                          "engine='spark', " + ", ".join(SPARK_OPTIONS)),
 ]
 

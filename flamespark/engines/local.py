@@ -6,6 +6,7 @@ from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
 from flamespark.result import Result
+from flamespark.runtime.changes import Cause, ChangeTally, StepChanges
 from flamespark.runtime.heap import full_collections_deferred
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
@@ -37,6 +38,9 @@ class LocalRun:
     meta order (waiting items are as good as simultaneous), then punctuated,
     so an engine that keeps up applies each event on arrival and one that
     falls behind replays less, not more.
+
+    With `changes`, what reaches the sinks is also kept as a changelog, netted
+    per `apply` (one event unpaced, one batch of waiting arrivals paced).
     """
 
     def __init__(self, graph, options: RunOptions):
@@ -47,6 +51,11 @@ class LocalRun:
         self.punctuate_every = options.punctuate_every
         self.rate = options.rate
         self.barrier = Barrier()
+        self.step = StepChanges() if options.changes else None
+        self.changes = {sink: [] for sink in self.plan.sinks.values()} if options.changes else {}
+        self.tally = ChangeTally()
+        self.cause = None  # the event being delivered, while changes are kept
+        self.positions = {source: 0 for source in self.sources}
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
@@ -60,7 +69,15 @@ class LocalRun:
         """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
         if send is None:
             sink, push = self.plan.sinks[target], self.barrier.push
-            return lambda item: push(sink, item)
+            if self.step is None:
+                return lambda item: push(sink, item)
+            step = self.step
+
+            def push_and_record(item):
+                push(sink, item)
+                step.add(sink, item, self.cause)
+
+            return push_and_record
         process, state = self.plan.operators[target].process, self.states[target]
 
         def apply(item):
@@ -122,13 +139,33 @@ class LocalRun:
     def apply(self, events):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply them in meta order."""
         admit = self.progress.admit
-        items = [(source, admit(source, ts, payload, arrival)) for source, ts, payload, arrival in events]
-        items = [(source, item) for source, item in items if item is not None]
+        items = [(source, admit(source, ts, payload, arrival), self._cause(source, ts))
+                 for source, ts, payload, arrival in events]
+        items = [entry for entry in items if entry[1] is not None]
         if len(items) > 1:
             items.sort(key=_identity)
-        for source, item in items:
+        for source, item, cause in items:
+            self.cause = cause
             self.deliver[source](item)
         self.events += len(items)
+        self.take_changes()
+
+    def _cause(self, source, ts):
+        """The event as a changelog names it, counting its source's arrivals; None when no changelog is kept."""
+        if self.step is None:
+            return None
+        position = self.positions[source]
+        self.positions[source] = position + 1
+        return Cause(source, ts, position)
+
+    def take_changes(self):
+        """End the changelog's step: its changes join the changelog, stamped now."""
+        if self.step is None:
+            return
+        now = clock.perf_counter()
+        for change in self.step.take():
+            self.changes[change.sink].append(change.record())
+            self.tally.count(change, now)
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
@@ -145,6 +182,7 @@ class LocalRun:
                 for item in operator.punctuate(time, self.states[name]):
                     send(item)
         self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
+        self.take_changes()
         now = clock.perf_counter()
         outputs, latencies = self.outputs, self.latencies_ms
         for sink, item in self.barrier.punctuate(time):
@@ -163,9 +201,11 @@ class LocalRun:
             late_dropped=len(self.progress.dead_letters), late_adjusted=self.progress.counts()["late_adjusted"],
             peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
             rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
+            changes=self.tally.summary() if self.step is not None else None,
         )
-        return Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms)
+        return Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms,
+                      self.changes, self.tally.speculative_latencies_ms())
 
 
-def _identity(pair):
-    return pair[1].identity
+def _identity(entry):
+    return entry[1].identity

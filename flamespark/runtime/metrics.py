@@ -15,17 +15,22 @@ def replay_ratio(arrived: int, released: int) -> float:
     return arrived / released
 
 
+def percentiles(values) -> dict:
+    """`{"p50": ..., "p99": ...}` of `values` (None where there are none)."""
+    values = np.asarray(values, dtype=float)
+    return {f"p{p}": (float(np.percentile(values, p)) if values.size else None) for p in PERCENTILES}
+
+
 def latency_summary(latencies_ms, wall_s: float, events: int, batches: int) -> dict:
     """Percentiles of per-output latency in milliseconds, with run totals."""
-    values = np.asarray(latencies_ms, dtype=float)
-    summary = {f"p{p}": (float(np.percentile(values, p)) if values.size else None) for p in PERCENTILES}
-    summary.update(outputs=int(values.size), events=events, wall_s=wall_s, batches=batches)
+    summary = percentiles(latencies_ms)
+    summary.update(outputs=len(latencies_ms), events=events, wall_s=wall_s, batches=batches)
     return summary
 
 
 def run_metrics(*, events: int, arrived: int, tombstones: int, released: int, late_dropped: int,
                 late_adjusted: int, peak_buffered: int, wall_s: float, latencies_ms, rounds: int,
-                engine: dict) -> dict:
+                engine: dict, changes: dict | None = None) -> dict:
     """A run's metrics.
 
     `events` were ingested (late ones dropped are not counted); `arrived` items
@@ -33,7 +38,8 @@ def run_metrics(*, events: int, arrived: int, tombstones: int, released: int, la
     `peak_buffered` items were held at once at most. `latencies_ms` are the
     released outputs' latencies, `rounds` how many times the engine released
     (punctuations on the local engine, micro-batches on Spark), and `engine`
-    the engine's own figures, with its `name`.
+    the engine's own figures, with its `name`. `changes` is the changelog's
+    counts (runtime.changes.ChangeTally.summary), None when it was not asked for.
     """
     return {
         "events": events,
@@ -47,5 +53,6 @@ def run_metrics(*, events: int, arrived: int, tombstones: int, released: int, la
         "wall_s": wall_s,
         "events_per_s": events / wall_s if wall_s > 0 else None,
         "latency_ms": latency_summary(latencies_ms, wall_s, events, rounds),
+        "changes": changes,
         "engine": engine,
     }

@@ -34,13 +34,14 @@ class RunOptions:
     punctuate_every: int = 1
     idle_timeout: float | None = None
     rate: float | None = None
+    changes: bool = False
     engine_options: dict = field(default_factory=dict, hash=False)
 
     @classmethod
     def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1,
-           idle_timeout=None, rate=None, **engine_options) -> RunOptions:
+           idle_timeout=None, rate=None, changes=False, **engine_options) -> RunOptions:
         """The options of a `flamespark.run(...)` call, checked."""
-        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, engine_options)
+        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, engine_options)
 
     def __post_init__(self):
         self._check_values()
@@ -63,10 +64,12 @@ class RunOptions:
         rate = self.rate
         if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf):
             raise OptionError(f"rate must be a positive number of events per second, got {rate!r}")
+        if not isinstance(self.changes, bool):
+            raise OptionError(f"changes must be True or False, got {self.changes!r}")
         unknown = [name for name in self.engine_options if name not in SPARK_OPTIONS]
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)}; flamespark.run takes engine, mode, "
-                              f"reorder_latency, late, punctuate_every, idle_timeout, rate and, on engine='spark', "
+                              f"reorder_latency, late, punctuate_every, idle_timeout, rate, changes and, on engine='spark', "
                               f"{', '.join(SPARK_OPTIONS)}")
 
     def _check_engine(self):

@@ -1,0 +1,43 @@
+"""The changelog's invariants, checked the same way for every engine."""
+from collections import Counter
+
+from flamespark.core.codec import pack
+
+
+def replay(changes: list) -> Counter:
+    """The multiset of `(ts, payload)` a changelog leaves; fails if a `-` removes what is absent."""
+    live = Counter()
+    for record in changes:
+        key = (record["ts"], pack(record["payload"]))
+        if record["op"] == "+":
+            assert record["cause"] is None, record
+            live[key] += 1
+        else:
+            assert record["op"] == "-", record
+            assert live[key] > 0, f"a retraction of what the changelog does not hold: {record}"
+            live[key] -= 1
+    return +live
+
+
+def check_changelog(result, arrivals: dict):
+    """Every sink's changelog replays to its released outputs; each `-` names a real, out-of-order event.
+
+    `arrivals` maps each source to its `(ts, payload)` events in arrival order.
+    """
+    assert set(result.changes) == set(result.outputs)
+    for sink, changes in result.changes.items():
+        left = replay(changes)
+        assert Counter(payload for _, payload in left.elements()) == Counter(map(pack, result.outputs[sink]))
+        for record in changes:
+            if record["op"] == "-":
+                check_cause(record, arrivals)
+
+
+def check_cause(record: dict, arrivals: dict):
+    """The cause is the event at its position, and it came after an event it sorts before (it was late)."""
+    cause = record["cause"]
+    events = arrivals[cause["source"]]
+    assert 0 <= cause["position"] < len(events), record
+    ts = events[cause["position"]][0]
+    assert ts == cause["ts"] and ts <= record["ts"], record
+    assert any(earlier >= ts for earlier, _ in events[: cause["position"]]) or len(arrivals) > 1, record

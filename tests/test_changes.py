@@ -1,0 +1,113 @@
+"""The changelog (`changes=True`) on the local engine: invariants over random disorders, causes, netting."""
+import pytest
+from hypothesis import given, settings
+
+import flamespark as fs
+from flamespark.engines.local import LocalRun
+from flamespark.runtime.options import RunOptions
+from tests import graphs
+from tests.changelog_checks import check_changelog
+from tests.reference import reference_run
+from tests.test_exactness import MODES, NUMBER_GRAPHS, document_case, number_case
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("build", NUMBER_GRAPHS, ids=lambda b: b.__name__)
+@settings(max_examples=100, deadline=None)
+@given(case=number_case())
+def test_changelog_replays_to_the_released_outputs(build, mode, case):
+    latency, events, arrival, every = case
+    graph = build()
+    result = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency, punctuate_every=every,
+                    changes=True)
+    assert result.outputs == reference_run(graph, {"numbers": events})
+    check_changelog(result, {"numbers": arrival})
+    if mode == "buffered":
+        assert all(record["op"] == "+" for changes in result.changes.values() for record in changes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=document_case())
+def test_changelog_of_a_fan_out(case):
+    latency, events, arrival, every = case
+    graph = graphs.fanout_collector()
+    result = fs.run(graph, {"docs": arrival}, reorder_latency=latency, punctuate_every=every, changes=True)
+    assert result.outputs == reference_run(graph, {"docs": events})
+    check_changelog(result, {"docs": arrival})
+
+
+@settings(max_examples=100, deadline=None)
+@given(left=number_case(), right=number_case())
+def test_changelog_of_two_sources(left, right):
+    inputs = {"left": left[2], "right": right[2]}
+    result = fs.run(graphs.two_sources(), inputs, reorder_latency=max(left[0], right[0]), changes=True)
+    check_changelog(result, inputs)
+
+
+class _Timeline(LocalRun):
+    """A local run that notes, in one sequence, when each change is emitted and each output released."""
+
+    def __init__(self, graph, options):
+        super().__init__(graph, options)
+        self.timeline = []
+        release = self.barrier.punctuate
+
+        def noted_release(time):
+            released = release(time)
+            self.timeline.extend(("release", sink, item.meta, item.data) for sink, item in released)
+            return released
+
+        self.barrier.punctuate = noted_release
+
+    def take_changes(self):
+        taken = sum(map(len, self.changes.values()))
+        super().take_changes()
+        for sink, changes in self.changes.items():
+            self.timeline.extend(("change", sink, record) for record in changes[taken:] if record["op"] == "+")
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=number_case())
+def test_every_final_output_is_added_before_it_is_released(case):
+    latency, _, arrival, every = case
+    run = _Timeline(graphs.running_sum(), RunOptions(reorder_latency=latency, punctuate_every=every, changes=True))
+    run.run({"numbers": arrival})
+    last_added = {}
+    for index, entry in enumerate(run.timeline):
+        if entry[0] == "change":
+            last_added.setdefault((entry[2]["ts"], entry[2]["payload"]), []).append(index)
+    for index, entry in enumerate(run.timeline):
+        if entry[0] == "release":
+            added = last_added[(entry[2].ts, fs.core.codec.unpack(entry[3]))]
+            assert added and added[0] < index
+
+
+def test_a_late_event_retracts_what_it_changed_and_is_named():
+    arrival = [(3, 3), (6, 6), (9, 9), (12, 12), (0, 15)]
+    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True)
+    cause = {"source": "numbers", "ts": 0, "position": 4}
+    retracted = [(r["ts"], r["payload"]) for r in result.changes["sums"] if r["op"] == "-"]
+    # Key 0 held 3, 9 (at 6), 18 (at 9), 30 (at 12): every one of them moves by 15.
+    assert retracted == [(3, 3), (6, 9), (9, 18), (12, 30)]
+    assert all(r["cause"] == cause for r in result.changes["sums"] if r["op"] == "-")
+    changes = result.metrics["changes"]
+    assert (changes["added"], changes["retracted"], changes["retracted_share"]) == (9, 4, 4 / 9)
+    assert len(result.speculative_latencies_ms) == 5
+    assert changes["speculative_latency_ms"]["p50"] >= 0
+
+
+def test_what_a_step_retracts_and_makes_again_is_not_a_change():
+    # The late 0 leaves key 0's sums as they were: nothing to retract, nothing to add again.
+    arrival = [(3, 3), (6, 6), (0, 0)]
+    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True)
+    assert [r["op"] for r in result.changes["sums"]] == ["+", "+", "+"]
+
+
+def test_without_changes_there_is_no_changelog():
+    result = fs.run(graphs.running_sum(), {"numbers": [(1, 1), (0, 2)]}, reorder_latency=5)
+    assert result.changes == {} and result.speculative_latencies_ms == [] and result.metrics["changes"] is None
+
+
+def test_changes_must_be_a_bool():
+    with pytest.raises(fs.OptionError, match="changes must be True or False"):
+        fs.run(graphs.running_sum(), {"numbers": []}, changes="yes")

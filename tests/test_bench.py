@@ -63,6 +63,21 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown
     err = capsys.readouterr().err
     assert "bench: input: optimistic" in err and f"bench: report in {out / 'report.md'}" in err
+    assert re.search(r"latency p50 speculative [0-9.]+ m?s, optimistic final [0-9.]+ m?s, buffered final", err)
+
+
+def test_report_has_three_latencies_and_the_share_retracted(tmp_path, events_file):
+    _, report = bench(tmp_path, events_file)
+    latencies = report["latencies_ms"]
+    assert set(latencies) == {"speculative", "optimistic_final", "buffered_final"}
+    assert latencies["optimistic_final"] == {key: report["optimistic"]["latency_ms"][key] for key in latencies["speculative"]}
+    changes = report["optimistic"]["changes"]
+    assert latencies["speculative"] == changes["speculative_latency_ms"]
+    assert changes["retracted"] > 0 and report["retracted_share"] == changes["retracted"] / changes["added"]
+    assert report["buffered"]["changes"] is None
+    # Every early result is made before its release, which waits for the punctuation.
+    assert latencies["speculative"]["p50"] <= latencies["optimistic_final"]["p50"]
+    assert "Early results (`+` in the changelog) later retracted" in (tmp_path / "bench" / "report.md").read_text()
 
 
 def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, events_file):

@@ -41,7 +41,7 @@ def test_changelog_of_a_fan_out(case):
 def test_changelog_of_two_sources(left, right):
     inputs = {"left": left[2], "right": right[2]}
     result = fs.run(graphs.two_sources(), inputs, reorder_latency=max(left[0], right[0]), changes=True)
-    check_changelog(result, inputs)
+    check_changelog(result, inputs, union_sinks=["mixed"])
 
 
 class _Timeline(LocalRun):

@@ -49,6 +49,19 @@ def test_both_modes_write_the_same_outputs(tmp_path):
     assert (optimistic / "totals.jsonl").read_text() == (buffered / "totals.jsonl").read_text()
 
 
+def test_changes_writes_each_sinks_changelog_and_a_run_without_removes_it(tmp_path, capsys):
+    lines = readings((3, "a", 3), (6, "a", 6), (1, "a", 10))
+    code, out = run_cli(tmp_path, lines, "--reorder-latency", "10", "--changes")
+    assert code == 0 and "2 retracted" in capsys.readouterr().err
+    changes = [json.loads(line) for line in (out / "totals.changes.jsonl").read_text().splitlines()]
+    assert [(c["op"], c["payload"]["total"]) for c in changes] == [
+        ("+", 3), ("+", 9), ("+", 10), ("-", 3), ("+", 13), ("-", 9), ("+", 19)]
+    assert changes[3]["cause"] == {"source": "readings", "ts": 1, "position": 2}
+    assert json.loads((out / "metrics.json").read_text())["changes"]["retracted"] == 2
+    run_cli(tmp_path, lines, "--reorder-latency", "10")
+    assert not (out / "totals.changes.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
@@ -97,7 +110,7 @@ def test_a_source_given_twice_and_follow_on_the_local_engine_are_refused(tmp_pat
 
 
 @pytest.mark.parametrize("command, option", [
-    ("run", "--follow"), ("disorder", "--stddev-ms D"), ("graph", "PATH.py:ATTR"), ("bench", "--sweep"),
+    ("run", "--follow"), ("run", "--changes"), ("disorder", "--stddev-ms D"), ("graph", "PATH.py:ATTR"), ("bench", "--sweep"),
     ("bench-overhead", "--baseline {key,shard}"), ("bench-sorters", "--frequencies F1,F2,..."),
     ("bench-core", "--overload-rate DOCS_PER_S"),
 ])

@@ -14,7 +14,7 @@ def test_core_bench_reports_every_run(tmp_path):
     write_jsonl(tmp_path / "docs.jsonl", docs)
     report = bench_core(tmp_path / "docs.jsonl", index_pipeline=EXAMPLES / "inverted_index.py",
                         sum_pipeline=EXAMPLES / "running_sum.py", reorder_latency=5000, rate=2000,
-                        overload_rate=100_000, readings=500)
+                        overload_rate=100_000, readings=500, repeat=2)
     outputs = load_module(EXAMPLES / "inverted_index.py").in_order_index(docs)
     expected = len(outputs["index"]) + len(outputs["docs"])
     assert report["documents"] == 12 and report["in_order"]["engine"]["released"] == expected
@@ -29,5 +29,8 @@ def test_core_bench_reports_every_run(tmp_path):
             assert run["peak_mb"] > 0 and set(run["latency_ms"]) == {"p50", "p75", "p95", "p99"}
         assert entry["buffered"]["replay_ratio"] == 1.0
     assert report["running_sum"]["released"] == 500
+    changelog = report["changelog"]
+    assert changelog["outputs_equal"] is True and len(changelog["wall_s"]["on"]) == 2
+    assert changelog["cost_ratio"] > 0 and changelog["paced"]["changes"]["added"] >= expected
     text = table(report)
     assert "| **ratio** |" in text and "Outputs equal in every pair." in text

@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from argparse import Namespace
 from collections import Counter
@@ -29,6 +30,7 @@ from flamespark.cli import main
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.tools.runner import run_to_directory
 from tests import graphs
+from tests.changelog_checks import check_changelog
 from tests.reference import reference_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,15 +90,39 @@ def test_all_graphs_match_the_in_order_run_and_the_local_engine(spark, mode, rnd
     events = in_order_inputs(rnd)
     arrival = {source: disorder(pairs, latency, rnd) for source, pairs in events.items()}
     assume(arrival != events)
-    result = run_spark(graph, arrival, spark, mode=mode, reorder_latency=latency, max_rows_per_batch=12)
+    with tempfile.TemporaryDirectory() as out:
+        result = run_spark(graph, arrival, spark, mode=mode, reorder_latency=latency, max_rows_per_batch=12,
+                           changes=True, output=out)
+        check_batch_files(Path(out), result)
     assert result.outputs == reference_run(graph, events)
     assert result.outputs == fs.run(graph, arrival, reorder_latency=latency).outputs
+    check_changelog(result, arrival, union_sinks=["mixed"])
     assert result.late == []
     assert len(result.outputs["documents"]) == len(events["docs"])
     assert result.metrics["events"] == sum(map(len, events.values()))
     assert result.metrics["engine"]["batches"] >= 3
     if mode == "buffered":
         assert result.metrics["tombstones"] == 0
+
+
+def check_batch_files(out: Path, result):
+    """Batch by batch, what a sink has released is live in its changelog: an output is added no later than it
+    is released; the per-batch files add up to the result (compared as JSON, which is what the files hold)."""
+    def key(payload):
+        return json.dumps(payload, sort_keys=True)
+
+    for sink, outputs in result.outputs.items():
+        released, live = Counter(), Counter()
+        batches = sorted({path.name for path in (out / sink).glob("batch-*")} |
+                         {path.name for path in (out / f"{sink}.changes").glob("batch-*")})
+        for name in batches:
+            if (out / sink / name).exists():
+                released.update(map(key, read_jsonl(out / sink / name)))
+            if (out / f"{sink}.changes" / name).exists():
+                for record in read_jsonl(out / f"{sink}.changes" / name):
+                    live[key(record["payload"])] += 1 if record["op"] == "+" else -1
+            assert not released - live, f"{sink}: released before added, by {name}"
+        assert released == live == Counter(map(key, outputs))
 
 
 # --- one uninterrupted run of the CLI's pipeline: release timing, late events, and the restart baseline
@@ -181,7 +207,9 @@ def test_metrics_have_the_same_keys_on_both_engines(readings):
     assert set(spark) == set(local) and set(spark["latency_ms"]) == set(local["latency_ms"])
     for key in ("events", "released", "late_dropped", "late_adjusted"):
         assert spark[key] == local[key], key
-    assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {"name", "batches", "release_delay_batches"}
+    assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {"name", "batches", "batch_duration_ms",
+                                                                   "release_delay_batches"}
+    assert spark["engine"]["batch_duration_ms"]["p50"] > 0
     assert local["engine"] == {"name": "local", "punctuations": local["latency_ms"]["batches"]}
 
 

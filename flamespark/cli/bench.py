@@ -36,12 +36,12 @@ def add_parser(commands):
 
 
 def command(args) -> int:
-    from flamespark.tools.bench import bench, modes_agree
+    from flamespark.tools.bench import bench, headline, modes_agree
     from flamespark.tools.loader import load_graph
 
     report = bench(load_graph(args.pipeline), args.input, args.out, sweep=args.sweep, stddev_ms=args.stddev_ms,
                    seed=args.seed, rates=args.rates, title=args.pipeline, **run_options(args))
     equal = modes_agree(report)
-    print(f"bench: report in {args.out / 'report.md'}" + ("" if equal else "; OUTPUTS DIFFER between modes"),
-          file=sys.stderr)
+    print(f"bench: report in {args.out / 'report.md'}; {headline(report)}"
+          + ("" if equal else "; OUTPUTS DIFFER between modes"), file=sys.stderr)
     return 0 if equal else 1

@@ -12,7 +12,8 @@ def add_parser(commands):
         description="On one file of documents (the inverted-index example's input), in one run: the local engine "
                     "in order against the example's plain Python program (in_order_index) and their ratio; both "
                     "modes paced at --rate documents/s with 30%% of the documents delayed by |N(0, 1000 ms)| and by "
-                    "|N(0, 100 ms)|, and the first of these at --overload-rate; the running-sum example in order. "
+                    "|N(0, 100 ms)|, and the first of these at --overload-rate; the running-sum example in order; what "
+                    "the changelog costs, and its speculative latency paced. "
                     "Each run has a process of its own, so its peak memory is its own.")
     parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
                         help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
@@ -28,6 +29,9 @@ def add_parser(commands):
                         help="the overload run's offered rate (default: %(default)s)")
     parser.add_argument("--readings", metavar="N", type=positive_int, default=100_000,
                         help="running-sum readings (default: %(default)s)")
+    parser.add_argument("--repeat", metavar="N", type=positive_int, default=3,
+                        help="runs without and with the changelog, alternating, to time what it costs "
+                             "(default: %(default)s)")
     parser.add_argument("--out", metavar="FILE", type=Path, help="also write the report as JSON here")
     parser.set_defaults(handler=command)
 
@@ -38,7 +42,7 @@ def command(args) -> int:
 
     report = bench_core(args.docs, index_pipeline=args.index_pipeline, sum_pipeline=args.sum_pipeline,
                         reorder_latency=args.reorder_latency, rate=args.rate, overload_rate=args.overload_rate,
-                        readings=args.readings, progress=lambda text: print(f"bench-core: {text}", file=sys.stderr,
+                        readings=args.readings, repeat=args.repeat, progress=lambda text: print(f"bench-core: {text}", file=sys.stderr,
                                                                             flush=True))
     print(table(report), end="")
     if args.out:

@@ -61,7 +61,8 @@ def run_options(args) -> dict:
 def add_parser(commands):
     parser = commands.add_parser(
         "run", help="run a pipeline over JSONL or Parquet inputs",
-        description="Run a pipeline and write DIR/<sink>.jsonl (or .parquet), DIR/late.jsonl and DIR/metrics.json. "
+        description="Run a pipeline and write DIR/<sink>.jsonl (or .parquet), DIR/late.jsonl and DIR/metrics.json "
+                    "(and with --changes DIR/<sink>.changes.jsonl). "
                     "On Spark, Ctrl-C stops the run cleanly; rerun the same command (the same --checkpoint) to "
                     "resume where it stopped.")
     add_pipeline_arguments(parser)
@@ -73,6 +74,11 @@ def add_parser(commands):
                         help="keep reading input directories for new files until Ctrl-C, which stops cleanly "
                              "(exit status 0; rerun with the same --checkpoint to go on); each micro-batch's releases "
                              "are written as it ends, to DIR/<sink>/batch-N.<format> and DIR/late/ (spark engine)")
+    parser.add_argument("--changes", action="store_true",
+                        help="also write each sink's changelog to DIR/<sink>.changes.jsonl: every result as soon as "
+                             "it is computed ({\"op\": \"+\"}) and every retraction ({\"op\": \"-\"}, with the "
+                             "late event that caused it), ahead of the final outputs (with --follow: "
+                             "DIR/<sink>.changes/batch-N.jsonl)")
     parser.add_argument("--idle-timeout", metavar="SECONDS", type=positive_float, default=None,
                         help="a source that delivers nothing for this long stops holding back the others' releases; "
                              "its later events behind them are late (spark engine; default: wait for every source)")
@@ -85,7 +91,8 @@ def command(args) -> int:
     checkpoint = checkpoint_directory(args.out, args.checkpoint)
     try:
         result = run_to_directory(args.pipeline, args.input, args.out, mode=args.mode, sink_format=args.sink_format,
-                                  follow=args.follow, idle_timeout=args.idle_timeout, **run_options(args))
+                                  follow=args.follow, idle_timeout=args.idle_timeout, changes=args.changes,
+                                  **run_options(args))
     except KeyboardInterrupt:
         if args.engine == "local":
             raise
@@ -96,6 +103,9 @@ def command(args) -> int:
     summary = (f"released {metrics['released']} record(s) from {metrics['events']} event(s) "
                f"(late {metrics['late_dropped'] + metrics['late_adjusted']}, "
                f"replay ratio {metrics['replay_ratio']:.3f}); outputs in {args.out}")
+    if metrics["changes"] is not None:
+        summary += (f"; {metrics['changes']['added']} result(s) added early, "
+                    f"{metrics['changes']['retracted']} retracted (changelogs: {args.out}/<sink>.changes.jsonl)")
     if args.follow:
         summary = f"flamespark: stopped; {summary}; rerun the same command to go on (checkpoint {checkpoint})"
     print(summary, file=sys.stderr)

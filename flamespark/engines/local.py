@@ -55,7 +55,6 @@ class LocalRun:
         self.changes = {sink: [] for sink in self.plan.sinks.values()} if options.changes else {}
         self.tally = ChangeTally()
         self.cause = None  # the event being delivered, while changes are kept
-        self.positions = {source: 0 for source in self.sources}
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
@@ -139,9 +138,11 @@ class LocalRun:
     def apply(self, events):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply them in meta order."""
         admit = self.progress.admit
-        items = [(source, admit(source, ts, payload, arrival), self._cause(source, ts))
-                 for source, ts, payload, arrival in events]
-        items = [entry for entry in items if entry[1] is not None]
+        items = []
+        for source, ts, payload, arrival in events:
+            item = admit(source, ts, payload, arrival)
+            if item is not None:
+                items.append((source, item, self._cause(source, ts)))
         if len(items) > 1:
             items.sort(key=_identity)
         for source, item, cause in items:
@@ -151,12 +152,8 @@ class LocalRun:
         self.take_changes()
 
     def _cause(self, source, ts):
-        """The event as a changelog names it, counting its source's arrivals; None when no changelog is kept."""
-        if self.step is None:
-            return None
-        position = self.positions[source]
-        self.positions[source] = position + 1
-        return Cause(source, ts, position)
+        """The event just admitted as a changelog names it; None when no changelog is kept."""
+        return None if self.step is None else Cause(source, ts, self.progress.received(source) - 1)
 
     def take_changes(self):
         """End the changelog's step: its changes join the changelog, stamped now."""

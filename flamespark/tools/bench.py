@@ -21,7 +21,7 @@ from flamespark.core.codec import pack
 from flamespark.graph import Graph
 from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
-from flamespark.runtime.metrics import PERCENTILES
+from flamespark.runtime.metrics import PERCENTILES, percentiles
 from flamespark.runtime.options import MODES, RunOptions
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
@@ -45,20 +45,22 @@ class Runs:
     max_rows_per_batch: int | None
 
     def run(self, graph, inputs: dict, mode: str, label: str):
-        """One run of `mode`; a Spark run keeps its checkpoint under `checkpoint/label/mode`."""
+        """One run of `mode` (the optimistic one keeps a changelog); a Spark run keeps its checkpoint under
+        `checkpoint/label/mode`."""
+        options = dict(mode=mode, reorder_latency=self.reorder_latency, late=self.late, rate=self.rate,
+                       changes=mode == "optimistic")
         if self.engine == "local":
-            return run(graph, inputs, mode=mode, reorder_latency=self.reorder_latency, late=self.late, rate=self.rate)
+            return run(graph, inputs, **options)
         checkpoint = self.checkpoint / label / mode
         shutil.rmtree(checkpoint, ignore_errors=True)
-        return run(graph, inputs, engine="spark", mode=mode, reorder_latency=self.reorder_latency, late=self.late,
-                   rate=self.rate, master=self.master, checkpoint=checkpoint,
-                   max_rows_per_batch=self.max_rows_per_batch)
+        return run(graph, inputs, engine="spark", master=self.master, checkpoint=checkpoint,
+                   max_rows_per_batch=self.max_rows_per_batch, **options)
 
     def compare(self, graph, events: dict, label: str, inputs: dict) -> tuple[dict, dict]:
         """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
 
         `events` are the (ts, payload) pairs per source in arrival order. Returns
-        the report entry and each mode's raw latencies.
+        the report entry and the raw latencies of each of LATENCIES.
         """
         entry = {"input": input_facts(events)}
         outputs, latencies, late = {}, {}, {}
@@ -66,6 +68,8 @@ class Runs:
             _progress(f"{label}: {mode} ...")
             result = self.run(graph, inputs, mode, label)
             latencies[mode] = result.latencies_ms
+            if mode == "optimistic":
+                latencies["speculative"] = result.speculative_latencies_ms
             metrics = result.metrics
             _progress(f"{label}: {mode} done in {_number(metrics.get('wall_s'))} s, "
                       f"replay ratio {_number(metrics.get('replay_ratio'), 3)}, "
@@ -74,6 +78,8 @@ class Runs:
             outputs[mode] = result.outputs
             late[mode] = (sorted((letter["source"], letter["ts"], pack(letter["payload"])) for letter in result.late),
                           metrics["late_adjusted"])
+        entry["latencies_ms"] = {kind: percentiles(latencies[source]) for kind, source, _ in LATENCIES}
+        entry["retracted_share"] = entry["optimistic"]["changes"]["retracted_share"]
         optimistic = entry["optimistic"]
         entry["input"]["late"] = optimistic.get("late_dropped", 0) + optimistic.get("late_adjusted", 0)
         entry["outputs_equal"] = outputs["optimistic"] == outputs["buffered"]
@@ -81,6 +87,27 @@ class Runs:
         # modes may drop different events; their outputs are comparable only where they dropped the same.
         entry["late_equal"] = late["optimistic"] == late["buffered"]
         return entry, latencies
+
+
+# The three latencies of a bench run: (report key, key of `compare`'s raw latencies, what it measures).
+LATENCIES = (
+    ("speculative", "speculative", "speculative: arrival to the early result never retracted"),
+    ("optimistic_final", "optimistic", "optimistic final: arrival to release"),
+    ("buffered_final", "buffered", "buffered final: arrival to release"),
+)
+
+
+def headline(entry: dict) -> str:
+    """The three latencies' medians in one line."""
+    medians = entry["latencies_ms"]
+    return "latency p50 " + ", ".join(f"{kind.replace('_', ' ')} {_seconds(medians[kind]['p50'])}"
+                                      for kind, _, _ in LATENCIES)
+
+
+def _seconds(ms) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
 
 
 def input_facts(events: dict) -> dict:
@@ -205,6 +232,7 @@ ROWS = [
     ("events/s", lambda m: m.get("events_per_s")),
     ("wall time (s)", lambda m: m.get("wall_s")),
     ("micro-batches", lambda m: m["engine"].get("batches")),
+    ("micro-batch p50 (ms)", lambda m: m["engine"].get("batch_duration_ms", {}).get("p50")),
     ("release delay, mean (micro-batches)", lambda m: m["engine"].get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
 
@@ -225,6 +253,7 @@ def markdown(report: dict) -> str:
     for label, get in ROWS:
         lines.append(f"| {label} | {_number(get(report['optimistic']))} | {_number(get(report['buffered']))} |")
     lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.", ""]
+    lines += _three_latencies(report)
     lines += _release_delays(report)
     if "sweep" in report:
         lines += [
@@ -251,6 +280,20 @@ def markdown(report: dict) -> str:
     if "rates" in report:
         lines += _rates(report)
     return "\n".join(lines)
+
+
+def _three_latencies(report: dict) -> list:
+    """The speculative, optimistic final and buffered final latency, and the share of early results retracted."""
+    lines = [
+        "Three latencies from the completing event's arrival (ms):",
+        "",
+        "| | " + " | ".join(f"p{p}" for p in PERCENTILES) + " |",
+        "|---|" + "---:|" * len(PERCENTILES),
+    ]
+    for kind, _, label in LATENCIES:
+        values = report["latencies_ms"][kind]
+        lines.append(f"| {label} | " + " | ".join(_number(values[f"p{p}"], 1) for p in PERCENTILES) + " |")
+    return lines + ["", f"Early results (`+` in the changelog) later retracted: {report['retracted_share']:.1%}.", ""]
 
 
 def _equality(point: dict) -> str:
@@ -331,15 +374,16 @@ def _plot_latencies(axes, xs: list, points: list):
 
 
 def plot_latency(latencies: dict, path: Path):
-    """CDF of per-output latency per mode."""
+    """The whole distribution (CDF, log time axis) of each of the three latencies."""
     figure = _figure(1)
     axes = figure.add_subplot()
-    for mode in MODES:
-        x = np.sort(np.asarray(latencies[mode], dtype=float))
+    for _, source, label in LATENCIES:
+        x = np.sort(np.asarray(latencies[source], dtype=float))
         if x.size:
-            axes.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=mode)
-    _label(axes, "latency from the completing event's arrival to release (ms)", "share of released outputs",
-           "Per-output latency")
+            axes.step(np.maximum(x, 1e-3), np.arange(1, x.size + 1) / x.size, where="post", label=label)
+    axes.set_xscale("log")
+    _label(axes, "latency from the completing event's arrival (ms, log scale)", "share of final outputs",
+           "Per-output latency: early result and final release")
     figure.savefig(path, dpi=110)
 
 

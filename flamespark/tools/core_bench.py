@@ -8,7 +8,10 @@ On one document file (the inverted-index example's input), in one run:
   |N(0, 1000 ms)| and by |N(0, 100 ms)|, and the first of these paced far
   above what the engine sustains (`overload_rate`): both modes, with replay
   ratio, latency percentiles and documents/s;
-- the running-sum example in order, in events/s.
+- the running-sum example in order, in events/s;
+- the changelog: the first disorder unpaced, optimistic, without and with
+  `changes` in alternating runs (its cost, as a ratio of median wall times),
+  and paced at `rate` with it (the speculative latency, against the final).
 
 Every measured run happens in a fresh process, so its peak memory is its own.
 """
@@ -18,6 +21,7 @@ import concurrent.futures
 import hashlib
 import multiprocessing
 import resource
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,15 +70,18 @@ def _arrival(events: list, disorder: Disorder | None) -> list:
     return disorder_pairs(events, disorder.percent, disorder.stddev_ms, disorder.seed)
 
 
-def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int, disorder, rate) -> dict:
+def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int, disorder, rate,
+               changes: bool = False) -> dict:
     """One engine run of the inverted index; runs in a child process."""
     module = load_module(pipeline)
     arrival = _arrival(_documents(docs_path), disorder)
     started = time.perf_counter()
-    result = run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate)
+    result = run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate,
+                 changes=changes)
     wall_s = time.perf_counter() - started
     metrics = result.metrics
     return {
+        "changes": metrics["changes"],
         "wall_s": wall_s,
         "documents": len(arrival),
         "documents_per_s": len(arrival) / wall_s,
@@ -116,7 +123,8 @@ def _in_child(function, *args) -> dict:
 
 def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_latency: int = 3000,
                rate: float = 20.0, overload_rate: float = 200.0, readings: int = 100_000,
-               disorders: tuple = (Disorder(30, 1000), Disorder(30, 100)), progress=None) -> dict:
+               disorders: tuple = (Disorder(30, 1000), Disorder(30, 100)), repeat: int = 3,
+               progress=None) -> dict:
     """Run every measurement of the core benchmark and return the report (see the module docstring)."""
     say = progress or (lambda text: None)
     say("in order: plain Python ...")
@@ -140,7 +148,25 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
         report["paced"].append(entry)
     say(f"running sum, {readings:,} readings in order ...")
     report["running_sum"] = _in_child(_run_sum, sum_pipeline, readings)
+    report["changelog"] = _changelog(index_pipeline, docs, reorder_latency, disorders[0], rate, repeat, say)
     return report
+
+
+def _changelog(pipeline, docs, reorder_latency, disorder, rate, repeat, say) -> dict:
+    """What the changelog costs unpaced (alternating runs without and with it), and its latency paced."""
+    walls = {False: [], True: []}
+    digests = set()
+    for index in range(repeat):
+        for changes in (False, True):
+            say(f"changelog {'on' if changes else 'off'}, {disorder.label}, unpaced ({index + 1}/{repeat}) ...")
+            measured = _in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, disorder, None, changes)
+            walls[changes].append(measured["wall_s"])
+            digests.add(measured["outputs"])
+    say(f"changelog on, {disorder.label}, {rate:g} docs/s ...")
+    paced = _in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, disorder, rate, True)
+    off, on = statistics.median(walls[False]), statistics.median(walls[True])
+    return {"disorder": disorder.label, "wall_s": {"off": walls[False], "on": walls[True]},
+            "cost_ratio": on / off, "outputs_equal": len(digests) == 1, "rate": rate, "paced": paced}
 
 
 def _number(value, digits=1) -> str:
@@ -175,7 +201,22 @@ def table(report: dict) -> str:
     running_sum = report["running_sum"]
     lines += ["", f"Running sum in order: {running_sum['events_per_s']:,.0f} events/s "
                   f"({running_sum['released']:,} outputs, peak {running_sum['peak_mb']:.0f} MB)."]
+    changelog = report["changelog"]
+    paced = changelog["paced"]
+    lines += [
+        "",
+        f"Changelog ({changelog['disorder']}): unpaced optimistic wall, median of {len(changelog['wall_s']['on'])}, "
+        f"{statistics.median(changelog['wall_s']['off']):.2f} s without, "
+        f"{statistics.median(changelog['wall_s']['on']):.2f} s with: **{changelog['cost_ratio']:.3f}x**. "
+        f"Paced at {changelog['rate']:g} docs/s: speculative latency p50 "
+        f"{_number(paced['changes']['speculative_latency_ms']['p50'])} ms "
+        f"(p99 {_number(paced['changes']['speculative_latency_ms']['p99'])}) against final p50 "
+        f"{_number(paced['latency_ms']['p50'])} ms; {paced['changes']['retracted_share']:.1%} of early results "
+        f"retracted.",
+    ]
     unequal = [entry["disorder"] for entry in report["paced"] if not entry["outputs_equal"]]
+    if not changelog["outputs_equal"]:
+        unequal.append("changelog off and on")
     if not in_order["outputs_equal"]:
         unequal.append("in order: engine and plain Python")
     lines.append("Outputs equal in every pair." if not unequal else f"OUTPUTS DIFFER: {', '.join(unequal)}")

@@ -40,6 +40,10 @@ def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) 
     return Path(checkpoint) if checkpoint else Path(out) / "_checkpoint"
 
 
+def changelog_path(out: Path, sink: str) -> Path:
+    return out / f"{sink}.changes.jsonl"
+
+
 def claim_pipeline(checkpoint: Path, pipeline: str):
     """Refuse to resume a checkpoint made with a different pipeline file (the engine checks the rest)."""
     pipeline_path, _, attr = pipeline.rpartition(":") if ":" in pipeline else (pipeline, "", "graph")
@@ -51,7 +55,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
                      mode: str = "optimistic", reorder_latency: int = 0, late: str = "drop",
                      rate: float | None = None, master: str | None = None, checkpoint: str | Path | None = None,
                      max_rows_per_batch: int | None = None, sink_format: str = "jsonl", follow: bool = False,
-                     idle_timeout: float | None = None) -> Result:
+                     idle_timeout: float | None = None, changes: bool = False) -> Result:
     """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
     and write its sinks, dead letters and metrics under `out`.
 
@@ -59,8 +63,10 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     complete output directory. A `follow` run (Spark) writes each micro-batch's
     releases as it completes, to `out/<sink>/` and `out/late/`, and ends when
     interrupted. A Spark run keeps its checkpoint in `checkpoint` (default
-    `out/_checkpoint`); rerun with the same one to resume. The other options
-    are `flamespark.run`'s.
+    `out/_checkpoint`); rerun with the same one to resume. With `changes`,
+    each sink's changelog goes to `out/<sink>.changes.jsonl` (a `follow` run's
+    to `out/<sink>.changes/`, batch by batch). The other options are
+    `flamespark.run`'s.
     """
     graph = load_graph(pipeline)
     paths = check_inputs(graph, inputs)
@@ -69,9 +75,12 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     if engine != "local":
         given.update(rate=rate, master=master, checkpoint=checkpoint_directory(out, checkpoint),
                      max_rows_per_batch=max_rows_per_batch, output=out if follow else None, output_format=sink_format)
-    options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, **given)
+    options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, changes=changes,
+                            **given)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
+    for sink in graph.sinks:
+        changelog_path(out, sink).unlink(missing_ok=True)
     if engine != "local":
         claim_pipeline(given["checkpoint"], pipeline)
     result = run_with_options(graph, paths, options)
@@ -79,5 +88,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
         for sink, values in result.outputs.items():
             write_values(out / sink, values, sink_format)
         write_jsonl(out / "late.jsonl", result.late)
+        for sink, records in result.changes.items():
+            write_jsonl(changelog_path(out, sink), records)
     write_atomic(out / "metrics.json", json.dumps(result.metrics, indent=2) + "\n")
     return result

@@ -7,19 +7,21 @@ from pathlib import Path
 import msgpack
 
 from flamespark.core.codec import unpack
-from flamespark.core.items import Meta
-from flamespark.engines.spark.rows import LATE, METRIC, OUT
+from flamespark.core.items import Item, Meta
+from flamespark.engines.spark.rows import CHANGE, LATE, METRIC, OUT, unpack_cause
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
-from flamespark.runtime.metrics import run_metrics
+from flamespark.runtime.changes import ADD, RETRACT, Change, ChangeTally
+from flamespark.runtime.metrics import percentiles, run_metrics
 
 
 class BatchCollector:
     """`foreachBatch` sink: writes each micro-batch's releases to `parts/batch-<id>.msgpack`.
 
     With `output`, the batch's releases also go to `output/<sink>/batch-<id>.<format>`
-    and its dead letters to `output/late/batch-<id>.jsonl`, as soon as the batch ends.
+    and its dead letters to `output/late/batch-<id>.jsonl`, and its changelog (if
+    kept) to `output/<sink>.changes/batch-<id>.jsonl`, as soon as the batch ends.
     A batch replayed after a restart rewrites the same files, so outputs are
     neither lost nor duplicated. Every file is written atomically.
     """
@@ -38,10 +40,14 @@ class BatchCollector:
         released_at = time.time()
         outputs = [r for r in rows if r.kind == OUT]
         outputs.sort(key=lambda r: (Meta.load(msgpack.unpackb(r.meta)), r.payload))
+        # A batch's changes are one step, netted already: their order is free, so retractions go first.
+        changes = [r for r in rows if r.kind == CHANGE]
+        changes.sort(key=lambda r: (Meta.load(msgpack.unpackb(r.meta)), not r.tombstone, r.payload))
         part = {
             "batch": batch_id,
             "released_at": released_at,
             "outputs": [[r.target, r.payload, r.arrival] for r in outputs],
+            "changes": [[r.target, r.meta, r.payload, r.tombstone, r.arrival, r.cause] for r in changes],
             "late": [r.payload for r in rows if r.kind == LATE],
             "metrics": [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC],
         }
@@ -59,6 +65,9 @@ class BatchCollector:
                 write_values(self.output / sink / name, values, self.output_format)
         if part["late"]:
             write_values(self.output / "late" / name, [unpack(data) for data in part["late"]], "jsonl")
+        for sink, records in changelogs([part], self.sinks).items():
+            if records:
+                write_values(self.output / f"{sink}.changes" / name, records, "jsonl")
 
     def _show(self, part):
         """One status line, rewritten in place, from the stages' cumulative counters (they survive restarts)."""
@@ -94,6 +103,12 @@ def _batch_starts(progress) -> list:
     return sorted(starts)
 
 
+def batch_durations_ms(progress) -> list:
+    """How long each micro-batch of the latest run took, start to end, by Spark's progress reports."""
+    durations = (entry.get("durationMs", {}) for entry in progress)
+    return [duration["triggerExecution"] for duration in durations if "triggerExecution" in duration]
+
+
 def release_delays(parts, progress, paced: bool) -> list:
     """For each output, micro-batches from the one that read its completing event to its release.
 
@@ -116,8 +131,30 @@ def release_delays(parts, progress, paced: bool) -> list:
     return delays
 
 
-def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
-    """The run's Result from its batch files; metrics["engine"] has the micro-batches and release delays."""
+def batch_changes(part) -> list:
+    """The changes of one batch file, in their order."""
+    changes = []
+    for sink, meta, data, tombstone, arrival, cause in part["changes"]:
+        item = Item(Meta.load(msgpack.unpackb(meta)), None, data, tombstone, arrival)
+        changes.append(Change(sink, RETRACT if tombstone else ADD, item, unpack_cause(cause) if cause else None))
+    return changes
+
+
+def changelogs(parts, sinks) -> dict:
+    """Each sink's changelog records over `parts`, in batch order."""
+    records = {sink: [] for sink in sinks}
+    for part in parts:
+        for change in batch_changes(part):
+            records[change.sink].append(change.record())
+    return records
+
+
+def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Result:
+    """The run's Result from its batch files; metrics["engine"] has the micro-batches, their durations (of this
+    run's batches) and the release delays.
+
+    With `changes`, it has the changelog too, each change stamped with when its batch ended.
+    """
     outputs = {sink: [] for sink in sinks}
     latencies = []
     for part in parts:
@@ -132,6 +169,11 @@ def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
     delays = release_delays(parts, progress, paced)
+    tally = ChangeTally()
+    if changes:
+        for part in parts:
+            for change in batch_changes(part):
+                tally.count(change, part["released_at"])
     metrics = run_metrics(
         events=sum(m["events"] for m in ingest),
         arrived=sum(m["arrived"] for m in barrier),
@@ -146,11 +188,14 @@ def assemble(parts, sinks, progress, wall_s, paced=False) -> Result:
         engine={
             "name": "spark",
             "batches": len(parts),
+            "batch_duration_ms": percentiles(batch_durations_ms(progress)),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,
                 "max": max(delays, default=None),
                 "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
             },
         },
+        changes=tally.summary() if changes else None,
     )
-    return Result(outputs, late, metrics, latencies)
+    changelog = changelogs(parts, sinks) if changes else {}
+    return Result(outputs, late, metrics, latencies, changelog, tally.speculative_latencies_ms())

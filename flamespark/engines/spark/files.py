@@ -26,7 +26,7 @@ from flamespark.io.inputs import check_record, event_files, jsonl_events
 _ARROW_SCHEMA = pa.schema([
     ("kind", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("ts", pa.int64()),
     ("meta", pa.binary()), ("payload", pa.binary()), ("tombstone", pa.bool_()), ("arrival", pa.float64()),
-    ("seq", pa.int64()),
+    ("seq", pa.int64()), ("cause", pa.binary()),
 ])
 
 _BINARY_FILE_SCHEMA = T.StructType([
@@ -66,7 +66,7 @@ def _parquet_schema(source, directory) -> T.StructType:
 
 
 def _event_row(source, ts, payload, seq, now) -> tuple:
-    return (EVENT, source, 0, ts, b"", encode(payload, source, Meta(ts, source, 0, ())), False, now, seq)
+    return (EVENT, source, 0, ts, b"", encode(payload, source, Meta(ts, source, 0, ())), False, now, seq, None)
 
 
 def _record_batch(rows: list) -> pa.RecordBatch:

@@ -131,11 +131,14 @@ def _union(streams):
     return union
 
 
-def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None):
-    """Each source's raw event rows -> ingest -> stages (the last with the barrier) -> released rows."""
+def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None, changes=False):
+    """Each source's raw event rows -> ingest -> stages (the last with the barrier) -> released rows.
+
+    With `changes`, the barrier's stage also emits each batch's changelog rows.
+    """
     def ingest(stream, sources):
         # Raw rows all carry shard 0, so one group ingests `sources` and sees all their progress.
-        processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout)
+        processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
         return _process(stream, processor, "shard")
 
     if topology.mode == "buffered":
@@ -143,11 +146,11 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
         stream = _union(_watermarked(ingest(rows, [source]), reorder_latency) for source, rows in streams.items())
         for stage in range(1, topology.stages + 1):
             stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
-        return _process(stream, BufferedBarrierProcessor(topology), "shard", timed=True)
+        return _process(stream, BufferedBarrierProcessor(topology, changes), "shard", timed=True)
     stream = ingest(_union(streams.values()), list(streams))
     last = max(topology.stages, 1)
     for stage in range(1, last + 1):
-        stream = _process(stream, StageProcessor(topology, stage, final=stage == last), "shard")
+        stream = _process(stream, StageProcessor(topology, stage, final=stage == last, changes=changes), "shard")
     return stream
 
 
@@ -166,7 +169,8 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     long no longer holds back the others' releases; its later events behind
     them are late.
     With `output`, each micro-batch's releases are written as it completes,
-    to `output/<sink>/` and `output/late/` (`output_format` "jsonl" or "parquet").
+    to `output/<sink>/` and `output/late/` (`output_format` "jsonl" or "parquet"),
+    and with `options.changes` its changelog to `output/<sink>.changes/`.
     With `checkpoint`, a stopped run resumes from it and ends with exactly the
     output of an uninterrupted one; without, a temporary directory is used.
     """
@@ -184,9 +188,10 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
             "idle_timeout": idle_timeout, "shards": shards, "inputs": _fingerprint(prepared),
+            "changes": options.changes,
         }, started=(workdir / "checkpoint").exists())
         streams, expected = source_streams(spark, prepared, rate, max_rows_per_batch)
-        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout)
+        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,
                                    output=output, output_format=output_format)
@@ -204,7 +209,8 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
             if collector.progress:
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
-        return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate))
+        return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
+                        changes=options.changes)
     finally:
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -125,10 +125,11 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             unpacker = msgpack.Unpacker(handle)
             while index < min(partition.end, self.events):
                 ts, data = unpacker.unpack()
-                yield (EVENT, source, 0, ts, b"", data, False, self._arrival(partition.clock, index, now), index)
+                yield (EVENT, source, 0, ts, b"", data, False, self._arrival(partition.clock, index, now), index,
+                       None)
                 index += 1
         if partition.start <= self.events < partition.end:
-            yield (END, source, 0, INFINITY, b"", b"", False, now, self.events)
+            yield (END, source, 0, INFINITY, b"", b"", False, now, self.events, None)
 
     @staticmethod
     def _arrival(clock, index, now):

@@ -8,16 +8,18 @@ import pandas as pd
 
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
+from flamespark.runtime.changes import Cause
 
 ROW_SCHEMA = (
     "kind STRING, target STRING, shard INT, ts LONG, meta BINARY, payload BINARY, "
-    "tombstone BOOLEAN, arrival DOUBLE, seq LONG"
+    "tombstone BOOLEAN, arrival DOUBLE, seq LONG, cause BINARY"
 )
-COLUMNS = ["kind", "target", "shard", "ts", "meta", "payload", "tombstone", "arrival", "seq"]
+COLUMNS = ["kind", "target", "shard", "ts", "meta", "payload", "tombstone", "arrival", "seq", "cause"]
 
 # Row kinds: raw input from a source, its end, an item or tombstone on its way to `target`,
-# a punctuation of source `target`, a released output of sink `target`, a dead letter, a metric.
-EVENT, END, ITEM, PUNCT, OUT, LATE, METRIC = "event", "end", "item", "punct", "out", "late", "metric"
+# a punctuation of source `target`, a released output of sink `target`, a dead letter, a metric,
+# a changelog entry of sink `target` (a retraction when `tombstone`).
+EVENT, END, ITEM, PUNCT, OUT, LATE, METRIC, CHANGE = "event", "end", "item", "punct", "out", "late", "metric", "change"
 
 # The buffered baseline adds a TIMESTAMP column for Spark's watermark: an item's event time
 # plus 1 ms (Spark's watermark starts at the epoch and counts rows at or below it as late,
@@ -56,8 +58,17 @@ def pack_meta(meta: Meta) -> bytes:
     return msgpack.packb(meta.dump())
 
 
-def item_row(kind: str, target: str, shard: int, item: Item) -> tuple:
-    return (kind, target, shard, item.meta.ts, pack_meta(item.meta), item.data, item.tombstone, item.arrival, 0)
+def item_row(kind: str, target: str, shard: int, item: Item, cause: bytes | None = None) -> tuple:
+    """A row for `item`; `cause` is the packed changelog Cause of the event being delivered, if one is kept."""
+    return (kind, target, shard, item.meta.ts, pack_meta(item.meta), item.data, item.tombstone, item.arrival, 0, cause)
+
+
+def pack_cause(cause: Cause) -> bytes:
+    return msgpack.packb(list(cause))
+
+
+def unpack_cause(data: bytes) -> Cause:
+    return Cause(*msgpack.unpackb(data))
 
 
 def row_item(row) -> Item:
@@ -67,7 +78,7 @@ def row_item(row) -> Item:
 
 
 def control_row(kind: str, target: str, shard: int = 0, ts: int = 0, payload: bytes = b"", seq: int = 0) -> tuple:
-    return (kind, target, shard, ts, b"", payload, False, 0.0, seq)
+    return (kind, target, shard, ts, b"", payload, False, 0.0, seq, None)
 
 
 def frame(rows: list) -> pd.DataFrame:

@@ -51,13 +51,13 @@ class Topology:
             return self.plan.operators[self.plan.downstream[name][0]]
         return operator
 
-    def rows_after(self, origin: str, item) -> list:
-        """Item rows for everything `item` reaches from `origin` through stateless operators."""
+    def rows_after(self, origin: str, item, cause: bytes | None = None) -> list:
+        """Item rows for everything `item` reaches from `origin` through stateless operators, with `cause`."""
         rows = []
         for target, reached in self.route(origin, item):
             if target in self.plan.sinks:
                 shard = shard_of(pack_meta(reached.meta), self.shards)
             else:
                 shard = shard_of(self.keyed_behind(target).key_of(reached), self.shards)
-            rows.append(item_row(ITEM, target, shard, reached))
+            rows.append(item_row(ITEM, target, shard, reached, cause))
         return rows

@@ -1,6 +1,14 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
 from flamespark.engines.spark.processors.blob import BlobProcessor
-from flamespark.engines.spark.processors.keyed import StageState, apply_in_meta_order, load_barrier, release, split_rows
+from flamespark.engines.spark.processors.keyed import (
+    StageState,
+    apply_in_meta_order,
+    change_rows,
+    load_barrier,
+    push,
+    release,
+    split_rows,
+)
 from flamespark.engines.spark.rows import (
     COLUMNS,
     EVENT_TIME_SHIFT_MS,
@@ -14,6 +22,7 @@ from flamespark.engines.spark.rows import (
     row_item,
     with_event_time,
 )
+from flamespark.runtime.changes import StepChanges
 from operators import BufferSort
 
 
@@ -81,7 +90,7 @@ class BufferedStageProcessor(BlobProcessor):
         items = []
         for target, ts, meta, data, arrival in ready:
             row = _Row(meta, data, arrival)
-            items.append((self.buffers[target], row_item(row)))
+            items.append((self.buffers[target], row_item(row), None))
         out = apply_in_meta_order(self.topology, items, stage)
         stage.punctuate(final)
         state["buckets"] = stage.save()
@@ -109,11 +118,13 @@ class BufferedBarrierProcessor(BlobProcessor):
 
     Its items come from the baseline's buffers, which release below the
     watermark, so the barrier releases below it too, with a timer at its
-    earliest item so that it also flushes in batches without input.
+    earliest item so that it also flushes in batches without input. With
+    `changes`, every item it takes is a `+` of the changelog.
     """
 
-    def __init__(self, topology):
+    def __init__(self, topology, changes: bool = False):
         self.topology = topology
+        self.changes = changes
 
     def init(self, handle):
         super().init(handle)
@@ -126,8 +137,12 @@ class BufferedBarrierProcessor(BlobProcessor):
         if len(passing):
             yield passing[COLUMNS]
         barrier = load_barrier(state)
+        changes = StepChanges() if self.changes else None
         for row in batch[batch["kind"] == ITEM].itertuples(index=False):
-            barrier.push(self.topology.plan.sinks[row.target], row_item(row))
+            push(barrier, changes, self.topology.plan.sinks[row.target], row_item(row), None)
+        added = change_rows(key[0], changes)
+        if added:
+            yield frame(added)
         yield from self._flush(key[0], state, barrier, timerValues)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):

@@ -3,7 +3,8 @@ import time
 
 from flamespark.core.codec import pack, unpack
 from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row, punctuation_rows
-from flamespark.engines.spark.rows import END, LATE, concat, control_row, frame
+from flamespark.engines.spark.rows import END, LATE, concat, control_row, frame, pack_cause
+from flamespark.runtime.changes import Cause
 from flamespark.runtime.progress import SourceProgress
 
 
@@ -21,17 +22,19 @@ class IngestProcessor(BlobProcessor):
     `idle_timeout` (seconds), a source that has delivered nothing for that
     long, by the micro-batches' times, stops holding the others back. Each
     source's punctuation advances after the batch, and is passed on only
-    when it rose.
+    when it rose. With `changes`, each item row carries its event as the
+    changelog's cause.
     """
 
     def __init__(self, topology, sources: list, reorder_latency: int, late: str, expected: dict | None = None,
-                 idle_timeout: float | None = None):
+                 idle_timeout: float | None = None, changes: bool = False):
         self.topology = topology
         self.sources = sources
         self.reorder_latency = reorder_latency
         self.late = late
         self.expected = expected or {}
         self.idle_timeout = idle_timeout
+        self.changes = changes
 
     def handleInputRows(self, key, rows, timerValues):
         now = _batch_time_ms(timerValues)
@@ -47,7 +50,10 @@ class IngestProcessor(BlobProcessor):
                 continue
             item = progress.admit(row.target, row.ts, unpack(row.payload), row.arrival)
             if item is not None:
-                out.extend(self.topology.rows_after(row.target, item))
+                cause = None
+                if self.changes:
+                    cause = pack_cause(Cause(row.target, row.ts, progress.received(row.target) - 1))
+                out.extend(self.topology.rows_after(row.target, item, cause))
         out.extend(punctuation_rows(progress.advance(), self.topology.shards))
         for source in self.sources:
             out.extend(control_row(LATE, source, payload=pack(dead))

@@ -6,7 +6,8 @@ import msgpack
 from barrier.barrier import Barrier, BarrierState
 from flamespark.core.errors import InternalError
 from flamespark.engines.spark.processors.blob import metric_row
-from flamespark.engines.spark.rows import ITEM, OUT, PUNCT, encode_time, item_row
+from flamespark.engines.spark.rows import CHANGE, ITEM, OUT, PUNCT, encode_time, item_row
+from flamespark.runtime.changes import StepChanges
 from operators.store import KeyedState
 
 
@@ -76,22 +77,42 @@ class StageState:
         return self.stored
 
 
-def apply_in_meta_order(topology, items, stage: StageState, barrier=None) -> list:
-    """Run `(operator, item)` pairs in meta order on their states in `stage`; rows for what their results reach.
+def apply_in_meta_order(topology, items, stage: StageState, barrier=None, changes: StepChanges | None = None) -> list:
+    """Run `(operator, item, cause)` triples in meta order on their states in `stage`; rows for what their
+    results reach, which carry the item's `cause`.
 
-    With a `barrier`, results that reach a sink go into it instead of becoming rows.
+    With a `barrier`, results that reach a sink go into it instead of becoming
+    rows, and into `changes` if given.
     """
     out = []
-    for operator, item in sorted(items, key=lambda pair: pair[1].identity):
+    for operator, item, cause in sorted(items, key=_item_identity):
         for result in operator.process(item, stage.states[operator.name]):
             if barrier is None:
-                out.extend(topology.rows_after(operator.name, result))
+                out.extend(topology.rows_after(operator.name, result, cause))
                 continue
             for target, reached in topology.route(operator.name, result):
                 if target not in topology.plan.sinks:
                     raise InternalError(f"internal error: the last stage feeds keyed operator {target!r}")
-                barrier.push(topology.plan.sinks[target], reached)
+                push(barrier, changes, topology.plan.sinks[target], reached, cause)
     return out
+
+
+def _item_identity(entry):
+    return entry[1].identity
+
+
+def push(barrier: Barrier, changes: StepChanges | None, sink: str, item, cause):
+    """Hand a sink's item or tombstone to the barrier, and to the changelog's step if one is kept."""
+    barrier.push(sink, item)
+    if changes is not None:
+        changes.add(sink, item, cause)
+
+
+def change_rows(shard: int, changes: StepChanges | None) -> list:
+    """Rows for the changes of the batch's step (none without a changelog); a retraction is a tombstone row."""
+    if changes is None:
+        return []
+    return [item_row(CHANGE, change.sink, shard, change.item, change.cause) for change in changes.take()]
 
 
 def split_rows(batch, targets):

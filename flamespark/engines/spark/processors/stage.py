@@ -2,8 +2,17 @@
 import math
 
 from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
-from flamespark.engines.spark.processors.keyed import StageState, apply_in_meta_order, load_barrier, release, split_rows
+from flamespark.engines.spark.processors.keyed import (
+    StageState,
+    apply_in_meta_order,
+    change_rows,
+    load_barrier,
+    push,
+    release,
+    split_rows,
+)
 from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
+from flamespark.runtime.changes import StepChanges
 
 
 class Horizons:
@@ -34,13 +43,15 @@ class StageProcessor(BlobProcessor):
 
     The last stage (`final`) also holds the barrier: every sink item and its
     tombstones come from one key of one operator, or carry one meta, so they
-    meet in one shard, and the barrier needs no shuffle of its own.
+    meet in one shard, and the barrier needs no shuffle of its own. With
+    `changes`, it also emits the batch's changelog rows (one step a batch).
     """
 
-    def __init__(self, topology, stage: int, final: bool = False):
+    def __init__(self, topology, stage: int, final: bool = False, changes: bool = False):
         self.topology = topology
         self.stage = stage
         self.final = final
+        self.changes = changes
 
     def init(self, handle):
         super().init(handle)
@@ -57,13 +68,15 @@ class StageProcessor(BlobProcessor):
             yield passing[COLUMNS]
         stage = StageState(self.operators, state["buckets"])
         barrier = load_barrier(state) if self.final else None
+        changes = StepChanges() if self.final and self.changes else None
         items = []
         for row in mine.itertuples(index=False):
             if row.target in self.operators:
-                items.append((self.operators[row.target], row_item(row)))
+                items.append((self.operators[row.target], row_item(row), row.cause))
             else:
-                barrier.push(self.topology.plan.sinks[row.target], row_item(row))
-        out = apply_in_meta_order(self.topology, items, stage, barrier)
+                push(barrier, changes, self.topology.plan.sinks[row.target], row_item(row), row.cause)
+        out = apply_in_meta_order(self.topology, items, stage, barrier, changes)
+        out.extend(change_rows(shard, changes))
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         stage.punctuate(horizons.time)
         state["buckets"] = stage.save()

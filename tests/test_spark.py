@@ -136,7 +136,7 @@ def write_readings(path):
 def run_to(out, events, engine):
     """What `flamespark run` does for the CLI tests below (`cli_command`)."""
     return run_to_directory(str(REPO / PIPELINE), {"readings": events}, out, engine=engine, reorder_latency=LATENCY,
-                            max_rows_per_batch=PER_BATCH)
+                            max_rows_per_batch=PER_BATCH, changes=True)
 
 
 def read_jsonl(path):
@@ -291,7 +291,7 @@ def test_missing_java_is_a_clear_error(monkeypatch, tmp_path):
 def cli_command(events, out, checkpoint):
     return [sys.executable, "-m", "flamespark.cli", "run", PIPELINE, "--input", f"readings={events}",
             "--out", str(out), "--engine", "spark", "--master", "local[2]", "--reorder-latency", str(LATENCY),
-            "--max-rows-per-batch", str(PER_BATCH), "--checkpoint", str(checkpoint)]
+            "--max-rows-per-batch", str(PER_BATCH), "--checkpoint", str(checkpoint), "--changes"]
 
 
 def run_on_terminal(command):
@@ -343,8 +343,13 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     assert (out / "totals.jsonl").read_text() == (readings.local / "totals.jsonl").read_text()
     assert len({(t["sensor"], t["ts"]) for t in totals}) == len(totals) == len(READINGS) - 2
     assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
+    # The changelog too, as if never interrupted: each batch's changes were written once, with the batch.
+    assert (out / "totals.changes.jsonl").read_text() == (readings.spark / "totals.changes.jsonl").read_text()
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["released"] == len(totals) and metrics["engine"] == readings.metrics["engine"]
+    assert metrics["released"] == len(totals)
+    assert metrics["changes"]["added"] == readings.metrics["changes"]["added"] == len(totals)
+    assert metrics["changes"]["retracted"] == readings.metrics["changes"]["retracted"]
+    assert without_durations(metrics["engine"]) == without_durations(readings.metrics["engine"])
 
     # The terminal showed progress (resumed, so never batch 0 again) and nothing but FlameSpark's lines.
     lines = [line.strip() for line in re.split(r"[\r\n]+", terminal) if line.strip()]
@@ -352,8 +357,10 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     assert progress and all(re.fullmatch(r"batch \d+: \d+ event\(s\) in, \d+ released, up to \d+ held "
                                          r"at the barrier", line) for line in progress), lines
     assert min(int(line.split()[1].rstrip(":")) for line in progress) >= 1
+    changes = metrics["changes"]
     assert lines[-1] == (f"released {len(totals)} record(s) from {len(READINGS) - 2} event(s) "
-                         f"(late 2, replay ratio 1.000); outputs in {out}")
+                         f"(late 2, replay ratio 1.000); outputs in {out}; {changes['added']} result(s) added "
+                         f"early, {changes['retracted']} retracted (changelogs: {out}/<sink>.changes.jsonl)")
     assert len(progress) == len(lines) - 1, lines
 
     # Resuming that checkpoint with another reorder latency would mix two runs' state: refused.
@@ -362,6 +369,11 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     capsys.readouterr()
     assert main(changed) == 1
     assert f"checkpoint {checkpoint} belongs to a run with a different reorder_latency" in capsys.readouterr().err
+
+
+def without_durations(engine_metrics: dict) -> dict:
+    """Engine metrics but the micro-batch durations, which only count the batches of the latest run."""
+    return {key: value for key, value in engine_metrics.items() if key != "batch_duration_ms"}
 
 
 def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):

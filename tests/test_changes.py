@@ -60,10 +60,11 @@ class _Timeline(LocalRun):
         self.barrier.punctuate = noted_release
 
     def take_changes(self):
-        taken = sum(map(len, self.changes.values()))
+        records = self.changelog.records
+        taken = {sink: len(changes) for sink, changes in records.items()}
         super().take_changes()
-        for sink, changes in self.changes.items():
-            self.timeline.extend(("change", sink, record) for record in changes[taken:] if record["op"] == "+")
+        for sink, changes in records.items():
+            self.timeline.extend(("change", sink, record) for record in changes[taken[sink]:] if record["op"] == "+")
 
 
 @settings(max_examples=100, deadline=None)

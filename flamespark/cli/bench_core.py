@@ -32,6 +32,9 @@ def add_parser(commands):
     parser.add_argument("--repeat", metavar="N", type=positive_int, default=3,
                         help="runs without and with the changelog, alternating, to time what it costs "
                              "(default: %(default)s)")
+    parser.add_argument("--changelog-rate", metavar="DOCS_PER_S", type=positive_float, default=10.0,
+                        help="offered rate of the paced run with the changelog, for its speculative latency "
+                             "(default: %(default)s)")
     parser.add_argument("--out", metavar="FILE", type=Path, help="also write the report as JSON here")
     parser.set_defaults(handler=command)
 
@@ -40,10 +43,12 @@ def command(args) -> int:
     from flamespark.io.atomic import write_atomic
     from flamespark.tools.core_bench import bench_core, table
 
+    def say(text):
+        print(f"bench-core: {text}", file=sys.stderr, flush=True)
+
     report = bench_core(args.docs, index_pipeline=args.index_pipeline, sum_pipeline=args.sum_pipeline,
                         reorder_latency=args.reorder_latency, rate=args.rate, overload_rate=args.overload_rate,
-                        readings=args.readings, repeat=args.repeat, progress=lambda text: print(f"bench-core: {text}", file=sys.stderr,
-                                                                            flush=True))
+                        readings=args.readings, repeat=args.repeat, changelog_rate=args.changelog_rate, progress=say)
     print(table(report), end="")
     if args.out:
         write_atomic(args.out, json.dumps(report, indent=2) + "\n")

@@ -6,7 +6,7 @@ from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
 from flamespark.result import Result
-from flamespark.runtime.changes import Cause, ChangeTally, StepChanges
+from flamespark.runtime.changes import Cause, Changelog, StepChanges
 from flamespark.runtime.heap import full_collections_deferred
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
@@ -40,7 +40,7 @@ class LocalRun:
     falls behind replays less, not more.
 
     With `changes`, what reaches the sinks is also kept as a changelog, netted
-    per `apply` (one event unpaced, one batch of waiting arrivals paced).
+    per event applied (and per punctuation, for what the baseline's buffers release).
     """
 
     def __init__(self, graph, options: RunOptions):
@@ -52,8 +52,7 @@ class LocalRun:
         self.rate = options.rate
         self.barrier = Barrier()
         self.step = StepChanges() if options.changes else None
-        self.changes = {sink: [] for sink in self.plan.sinks.values()} if options.changes else {}
-        self.tally = ChangeTally()
+        self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
         self.cause = None  # the event being delivered, while changes are kept
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
@@ -148,8 +147,8 @@ class LocalRun:
         for source, item, cause in items:
             self.cause = cause
             self.deliver[source](item)
+            self.take_changes()
         self.events += len(items)
-        self.take_changes()
 
     def _cause(self, source, ts):
         """The event just admitted as a changelog names it; None when no changelog is kept."""
@@ -157,12 +156,8 @@ class LocalRun:
 
     def take_changes(self):
         """End the changelog's step: its changes join the changelog, stamped now."""
-        if self.step is None:
-            return
-        now = clock.perf_counter()
-        for change in self.step.take():
-            self.changes[change.sink].append(change.record())
-            self.tally.count(change, now)
+        if self.step is not None:
+            self.changelog.extend(self.step.take(), clock.perf_counter())
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
@@ -198,10 +193,13 @@ class LocalRun:
             late_dropped=len(self.progress.dead_letters), late_adjusted=self.progress.counts()["late_adjusted"],
             peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
             rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
-            changes=self.tally.summary() if self.step is not None else None,
+            changes=None if self.changelog is None else self.changelog.summary(),
         )
-        return Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms,
-                      self.changes, self.tally.speculative_latencies_ms())
+        result = Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms)
+        if self.changelog is not None:
+            result.changes = self.changelog.records
+            result.speculative_latencies_ms = self.changelog.speculative_latencies_ms()
+        return result
 
 
 def _identity(entry):

@@ -2,7 +2,7 @@
 
 An engine records every item and tombstone that reaches a sink, with the
 input event it was delivering (the cause), and at the end of each step (one
-event or batch of waiting arrivals locally, one micro-batch on Spark) takes
+event locally, one micro-batch on Spark) takes
 the step's changes: `+` for an item, `-` for a tombstone, with what was
 retracted and re-made identically inside the step netted away. A `-`
 names the late event whose arrival started the retraction.
@@ -35,10 +35,13 @@ class Change(NamedTuple):
     item: object
     cause: Cause | None
 
-    def record(self) -> dict:
-        """The entry as `Result.changes` holds it."""
-        cause = None if self.cause is None else self.cause._asdict()
-        return {"op": self.op, "ts": self.item.meta.ts, "payload": unpack(self.item.data), "cause": cause}
+
+_change = tuple.__new__  # a Change without the keyword handling of Change(...), on the per-record path
+
+
+def _identity(sink: str, item) -> tuple:
+    """What a `-` must match of a `+`: sink, event time and payload (as the changelog's reader sees them)."""
+    return sink, item.meta.ts, item.data
 
 
 class StepChanges:
@@ -61,52 +64,70 @@ class StepChanges:
 
     def take(self) -> list[Change]:
         reached, self._reached = self._reached, []
-        if not any(item.tombstone for _, item, _ in reached):
-            return [Change(sink, ADD, item, None) for sink, item, _ in reached]
-        net = Counter()
-        for sink, item, _ in reached:
-            net[(sink, item.meta, item.data)] += -1 if item.tombstone else 1
+        retracted = Counter(_identity(sink, item) for sink, item, _ in reached if item.tombstone)
+        if not retracted:
+            return [_change(Change, (sink, ADD, item, None)) for sink, item, _ in reached]
+        # What a step both retracts and makes again cancels out, pair by pair; only payloads some
+        # tombstone carries can be such a pair, which spares building every item's identity.
+        suspects = {data for _, _, data in retracted}
+        made = Counter(_identity(sink, item) for sink, item, _ in reached
+                       if not item.tombstone and item.data in suspects)
+        cancelled = {identity: min(count, made[identity]) for identity, count in retracted.items() if made[identity]}
+        adds_to_skip, retracts_to_skip = dict(cancelled), cancelled
         changes = []
         for sink, item, cause in reached:
-            identity = (sink, item.meta, item.data)
-            left = net[identity]
-            if left > 0 and not item.tombstone:
-                changes.append(Change(sink, ADD, item, None))
-                net[identity] = left - 1
-            elif left < 0 and item.tombstone:
-                changes.append(Change(sink, RETRACT, item, cause))
-                net[identity] = left + 1
+            if item.data in suspects:
+                identity = _identity(sink, item)
+                skip = retracts_to_skip if item.tombstone else adds_to_skip
+                if skip.get(identity):
+                    skip[identity] -= 1
+                    continue
+            changes.append(_change(Change, (sink, RETRACT, item, cause) if item.tombstone else (sink, ADD, item, None)))
         return changes
 
 
-class ChangeTally:
-    """Counts a run's changes and, for the `+` never retracted, the speculative latency.
+class Changelog:
+    """A run's changelog: each sink's records in emission order, their counts and speculative latencies.
 
-    A `-` retracts the latest live `+` of an equal item; a `-` with none
-    live is an internal error, since a changelog replayed as a multiset
-    must never remove what is absent. Latencies are in ms, from an item's
-    `arrival` to when its change was emitted, on the same clock.
+    A `-` retracts the latest live `+` of the same sink, event time and
+    payload; a `-` with none live is an internal error, since a changelog
+    replayed as a multiset must never remove what is absent. Latencies are
+    in ms, from an item's `arrival` to when its change was emitted, on the
+    same clock.
     """
 
-    def __init__(self):
+    def __init__(self, sinks):
+        self.records = {sink: [] for sink in sinks}
         self.added = 0
         self.retracted = 0
         self._live = {}
 
-    def count(self, change: Change, emitted_at: float):
-        identity = (change.sink, change.item.meta, change.item.data)
-        if change.op == ADD:
-            self.added += 1
-            self._live.setdefault(identity, []).append((emitted_at - change.item.arrival) * 1000.0)
-            return
-        live = self._live.get(identity)
-        if not live:
-            raise InternalError(
-                f"internal error: the changelog of sink {change.sink!r} retracts an output of "
-                f"{change.item.meta.describe()} that it never added"
-            )
-        live.pop()
-        self.retracted += 1
+    def extend(self, changes: list, emitted_at: float):
+        """Append a step's `changes`, all emitted at `emitted_at`."""
+        records, live = self.records, self._live
+        retracted = 0
+        for sink, op, item, cause in changes:
+            identity = _identity(sink, item)
+            held = live.get(identity)
+            if op == ADD:
+                latency = (emitted_at - item.arrival) * 1000.0
+                if held is None:
+                    live[identity] = [latency]
+                else:
+                    held.append(latency)
+            elif held:
+                held.pop()
+                retracted += 1
+                cause = cause._asdict()
+            else:
+                raise InternalError(
+                    f"internal error: the changelog of sink {sink!r} retracts an output of "
+                    f"{item.meta.describe()} that it never added"
+                )
+            payload = unpack(item.data) if item.payload is None else item.payload  # rows keep bytes only
+            records[sink].append({"op": op, "ts": item.meta.ts, "payload": payload, "cause": cause})
+        self.added += len(changes) - retracted
+        self.retracted += retracted
 
     def speculative_latencies_ms(self) -> list:
         """The latency of every `+` left live, in no particular order."""

@@ -39,7 +39,7 @@ def run_metrics(*, events: int, arrived: int, tombstones: int, released: int, la
     released outputs' latencies, `rounds` how many times the engine released
     (punctuations on the local engine, micro-batches on Spark), and `engine`
     the engine's own figures, with its `name`. `changes` is the changelog's
-    counts (runtime.changes.ChangeTally.summary), None when it was not asked for.
+    counts (runtime.changes.Changelog.summary), None when it was not asked for.
     """
     return {
         "events": events,

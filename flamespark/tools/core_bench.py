@@ -11,7 +11,8 @@ On one document file (the inverted-index example's input), in one run:
 - the running-sum example in order, in events/s;
 - the changelog: the first disorder unpaced, optimistic, without and with
   `changes` in alternating runs (its cost, as a ratio of median wall times),
-  and paced at `rate` with it (the speculative latency, against the final).
+  and paced at `changelog_rate` with it (the speculative latency, against
+  the final one).
 
 Every measured run happens in a fresh process, so its peak memory is its own.
 """
@@ -124,7 +125,7 @@ def _in_child(function, *args) -> dict:
 def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_latency: int = 3000,
                rate: float = 20.0, overload_rate: float = 200.0, readings: int = 100_000,
                disorders: tuple = (Disorder(30, 1000), Disorder(30, 100)), repeat: int = 3,
-               progress=None) -> dict:
+               changelog_rate: float = 10.0, progress=None) -> dict:
     """Run every measurement of the core benchmark and return the report (see the module docstring)."""
     say = progress or (lambda text: None)
     say("in order: plain Python ...")
@@ -148,7 +149,7 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
         report["paced"].append(entry)
     say(f"running sum, {readings:,} readings in order ...")
     report["running_sum"] = _in_child(_run_sum, sum_pipeline, readings)
-    report["changelog"] = _changelog(index_pipeline, docs, reorder_latency, disorders[0], rate, repeat, say)
+    report["changelog"] = _changelog(index_pipeline, docs, reorder_latency, disorders[0], changelog_rate, repeat, say)
     return report
 
 

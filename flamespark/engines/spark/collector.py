@@ -12,7 +12,7 @@ from flamespark.engines.spark.rows import CHANGE, LATE, METRIC, OUT, unpack_caus
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
-from flamespark.runtime.changes import ADD, RETRACT, Change, ChangeTally
+from flamespark.runtime.changes import ADD, RETRACT, Change, Changelog
 from flamespark.runtime.metrics import percentiles, run_metrics
 
 
@@ -65,7 +65,9 @@ class BatchCollector:
                 write_values(self.output / sink / name, values, self.output_format)
         if part["late"]:
             write_values(self.output / "late" / name, [unpack(data) for data in part["late"]], "jsonl")
-        for sink, records in changelogs([part], self.sinks).items():
+        changelog = Changelog(self.sinks)
+        changelog.extend(batch_changes(part), part["released_at"])
+        for sink, records in changelog.records.items():
             if records:
                 write_values(self.output / f"{sink}.changes" / name, records, "jsonl")
 
@@ -140,15 +142,6 @@ def batch_changes(part) -> list:
     return changes
 
 
-def changelogs(parts, sinks) -> dict:
-    """Each sink's changelog records over `parts`, in batch order."""
-    records = {sink: [] for sink in sinks}
-    for part in parts:
-        for change in batch_changes(part):
-            records[change.sink].append(change.record())
-    return records
-
-
 def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Result:
     """The run's Result from its batch files; metrics["engine"] has the micro-batches, their durations (of this
     run's batches) and the release delays.
@@ -169,11 +162,9 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Resu
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
     delays = release_delays(parts, progress, paced)
-    tally = ChangeTally()
-    if changes:
-        for part in parts:
-            for change in batch_changes(part):
-                tally.count(change, part["released_at"])
+    changelog = Changelog(sinks) if changes else None
+    for part in parts if changes else ():
+        changelog.extend(batch_changes(part), part["released_at"])
     metrics = run_metrics(
         events=sum(m["events"] for m in ingest),
         arrived=sum(m["arrived"] for m in barrier),
@@ -195,7 +186,10 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Resu
                 "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
             },
         },
-        changes=tally.summary() if changes else None,
+        changes=None if changelog is None else changelog.summary(),
     )
-    changelog = changelogs(parts, sinks) if changes else {}
-    return Result(outputs, late, metrics, latencies, changelog, tally.speculative_latencies_ms())
+    result = Result(outputs, late, metrics, latencies)
+    if changelog is not None:
+        result.changes = changelog.records
+        result.speculative_latencies_ms = changelog.speculative_latencies_ms()
+    return result

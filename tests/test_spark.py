@@ -120,18 +120,35 @@ def test_shard_keys_go_to_distinct_spark_partitions(spark):
     assert {row.key: row.p for row in spark_side} == {key: spark_partition(key, 3) for key in range(-50, 200)}
 
 
-def test_stage_zero_runs_one_group_per_ingest_partition(spark, tmp_path):
+def test_stage_zero_runs_one_group_per_ingest_partition_and_replays_a_batch_alike(spark, tmp_path):
     arrival = {"numbers": [(ts, ts % 5) for ts in range(0, 60, 3)]}
-    result = run_spark(graphs.running_sum(), arrival, spark, checkpoint=tmp_path, ingest_partitions=3,
-                       max_rows_per_batch=6)
+
+    def run():
+        return run_spark(graphs.running_sum(), arrival, spark, checkpoint=tmp_path, ingest_partitions=3,
+                         max_rows_per_batch=6)
+
+    result = run()
     assert result.outputs == fs.run(graphs.running_sum(), arrival).outputs
+    parts = sorted(tmp_path.glob("parts/batch-*.msgpack"))
     ingest = {}
-    for part in sorted(tmp_path.glob("parts/batch-*.msgpack")):
+    for part in parts:
         for stage, shard, payload in msgpack.unpackb(part.read_bytes())["metrics"]:
             if stage == "ingest":
                 ingest[shard] = msgpack.unpackb(payload)["events"]
     # Events spread by position: 20 events over 3 partitions.
     assert sorted(ingest.values()) == [6, 7, 7] and len(ingest) == 3
+
+    # A crash after the last batch wrote its part but before Spark committed it: the rerun replays that batch.
+    last = msgpack.unpackb(parts[-1].read_bytes())
+    for name in (str(last["batch"]), f".{last['batch']}.crc"):
+        (tmp_path / "checkpoint" / "commits" / name).unlink()
+    parts[-1].unlink()
+    assert run().outputs == result.outputs
+    replayed = msgpack.unpackb(parts[-1].read_bytes())
+    # The same releases (an unpaced event's arrival is when it was read, so it differs).
+    assert [out[:2] for out in replayed["outputs"]] == [out[:2] for out in last["outputs"]] != []
+    ingest_rows = [[row for row in part["metrics"] if row[0] == "ingest"] for part in (replayed, last)]
+    assert sorted(ingest_rows[0]) == sorted(ingest_rows[1]) != []
 
 
 # --- one uninterrupted run of the CLI's pipeline: release timing, late events, and the restart baseline

@@ -9,6 +9,7 @@ import flamespark as fs
 from examples.inverted_index import graph as inverted_index
 from flamespark.cli import main
 from flamespark.cli.bench import sweep_points
+from flamespark.engines.spark.session import check_java
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
 from flamespark.tools.bench import modes_agree
@@ -149,3 +150,19 @@ def test_bench_is_a_function_of_typed_arguments(tmp_path, events_file):
 def test_bad_sweeps_are_rejected(text):
     with pytest.raises(Exception, match="percent"):
         sweep_points(text)
+
+
+def test_scaling_runs_the_same_spark_run_on_each_master(tmp_path, events_file):
+    try:
+        check_java()
+    except fs.FlameSparkError as exc:
+        pytest.skip(str(exc))
+    out, report = bench(tmp_path, events_file, "--scaling", "local[1],local[2]")
+    scaling = report["scaling"]
+    assert scaling["mode"] == "optimistic" and [run["master"] for run in scaling["runs"]] == ["local[1]", "local[2]"]
+    for run in scaling["runs"]:
+        assert run["events"] == 30 and run["events_per_s"] > 0 and run["batches"] >= 1
+        assert (out / "scaling" / run["master"].replace("[", "_").rstrip("]") / "index.jsonl").exists()
+    assert scaling["speedup"] == scaling["runs"][1]["events_per_s"] / scaling["runs"][0]["events_per_s"]
+    markdown = (out / "report.md").read_text()
+    assert "## Scaling with cores" in markdown and f"**{scaling['speedup']:.2f}x**" in markdown

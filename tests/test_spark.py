@@ -6,6 +6,8 @@ tests, all graphs of tests/graphs.py in one query per mode and disorder
 (hypothesis draws four disorders per mode), and one
 uninterrupted CLI-equivalent run shared by the timing, late-event and
 restart tests. Batch boundaries are fixed with `max_rows_per_batch`.
+Lateness is judged per ingest partition; tests that compare dead letters
+with the local engine's ingest in one partition, where both judge alike.
 """
 import json
 import math
@@ -25,8 +27,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import msgpack
+from pyspark.sql import functions as F
+
 import flamespark as fs
 from flamespark.cli import main
+from flamespark.engines.spark.partitioning import spark_partition, spread_keys
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.tools.runner import run_to_directory
 from tests import graphs
@@ -73,7 +79,10 @@ def in_order_inputs(rnd):
     words = ("ant", "bee", "cat", "dog", "eel")
     times = sorted(rnd.randint(0, 40) for _ in range(10))
     docs = [(ts, {"id": i, "words": rnd.choices(words, k=rnd.randint(1, 4))}) for i, ts in enumerate(times)]
-    return {"numbers": numbers(24), "docs": docs, "left": numbers(12), "right": numbers(12)}
+    # Identical events (one number three times), which several ingest partitions must tell apart.
+    repeated = numbers(22)
+    repeated[5:5] = [repeated[5]] * 2
+    return {"numbers": repeated, "docs": docs, "left": numbers(12), "right": numbers(12)}
 
 
 def disorder(events, latency, rnd):
@@ -92,7 +101,7 @@ def test_all_graphs_match_the_in_order_run_and_the_local_engine(spark, mode, rnd
     assume(arrival != events)
     with tempfile.TemporaryDirectory() as out:
         result = run_spark(graph, arrival, spark, mode=mode, reorder_latency=latency, max_rows_per_batch=12,
-                           changes=True, output=out)
+                           ingest_partitions=3, changes=True, output=out)
         check_batch_files(Path(out), result)
     assert result.outputs == reference_run(graph, events)
     assert result.outputs == fs.run(graph, arrival, reorder_latency=latency).outputs
@@ -125,6 +134,48 @@ def check_batch_files(out: Path, result):
         assert released == live == Counter(map(key, outputs))
 
 
+def test_shard_keys_go_to_distinct_spark_partitions(spark):
+    for partitions in (1, 2, 3, 4, 8):
+        keys = spread_keys(2 * partitions, partitions)
+        assert len(set(keys)) == len(keys) and 0 in keys[:partitions]
+        assert [spark_partition(key, partitions) for key in keys] == [i % partitions for i in range(2 * partitions)]
+    # The same partitions as Spark's own hash partitioning (Murmur3, seed 42) sends them to.
+    frame = spark.createDataFrame([(key,) for key in range(-50, 200)], "key INT")
+    spark_side = frame.select("key", F.expr("pmod(hash(key), 3)").alias("p")).collect()
+    assert {row.key: row.p for row in spark_side} == {key: spark_partition(key, 3) for key in range(-50, 200)}
+
+
+def test_stage_zero_runs_one_group_per_ingest_partition_and_replays_a_batch_alike(spark, tmp_path):
+    arrival = {"numbers": [(ts, ts % 5) for ts in range(0, 60, 3)]}
+
+    def run():
+        return run_spark(graphs.running_sum(), arrival, spark, checkpoint=tmp_path, ingest_partitions=3,
+                         max_rows_per_batch=6)
+
+    result = run()
+    assert result.outputs == fs.run(graphs.running_sum(), arrival).outputs
+    parts = sorted(tmp_path.glob("parts/batch-*.msgpack"))
+    ingest = {}
+    for part in parts:
+        for stage, shard, payload in msgpack.unpackb(part.read_bytes())["metrics"]:
+            if stage == "ingest":
+                ingest[shard] = msgpack.unpackb(payload)["events"]
+    # Events spread by position: 20 events over 3 partitions.
+    assert sorted(ingest.values()) == [6, 7, 7] and len(ingest) == 3
+
+    # A crash after the last batch wrote its part but before Spark committed it: the rerun replays that batch.
+    last = msgpack.unpackb(parts[-1].read_bytes())
+    for name in (str(last["batch"]), f".{last['batch']}.crc"):
+        (tmp_path / "checkpoint" / "commits" / name).unlink()
+    parts[-1].unlink()
+    assert run().outputs == result.outputs
+    replayed = msgpack.unpackb(parts[-1].read_bytes())
+    # The same releases (an unpaced event's arrival is when it was read, so it differs).
+    assert [out[:2] for out in replayed["outputs"]] == [out[:2] for out in last["outputs"]] != []
+    ingest_rows = [[row for row in part["metrics"] if row[0] == "ingest"] for part in (replayed, last)]
+    assert sorted(ingest_rows[0]) == sorted(ingest_rows[1]) != []
+
+
 # --- one uninterrupted run of the CLI's pipeline: release timing, late events, and the restart baseline
 
 def write_readings(path):
@@ -136,7 +187,7 @@ def write_readings(path):
 def run_to(out, events, engine):
     """What `flamespark run` does for the CLI tests below (`cli_command`)."""
     return run_to_directory(str(REPO / PIPELINE), {"readings": events}, out, engine=engine, reorder_latency=LATENCY,
-                            max_rows_per_batch=PER_BATCH, changes=True)
+                            max_rows_per_batch=PER_BATCH, ingest_partitions=1, changes=True)
 
 
 def read_jsonl(path):
@@ -221,8 +272,11 @@ def test_late_fail_raises_naming_the_event_like_the_local_engine(spark):
     with pytest.raises(fs.LateEventError) as local:
         fs.run(graph, arrival, late="fail")
     with pytest.raises(fs.LateEventError, match=r"event ts=3 of source 'numbers' arrived after punctuation 19"):
-        run_spark(graph, arrival, spark, late="fail", max_rows_per_batch=2)
+        run_spark(graph, arrival, spark, late="fail", max_rows_per_batch=2, ingest_partitions=1)
     assert "payload 4" in str(local.value)
+    # In two ingest partitions, events 0 and 2 go to partition 0, which has seen ts 10 only.
+    with pytest.raises(fs.LateEventError, match=r"event ts=3 of source 'numbers' arrived after punctuation 9"):
+        run_spark(graph, arrival, spark, late="fail", max_rows_per_batch=2, ingest_partitions=2)
 
 
 def failing_update(state, value):
@@ -291,7 +345,8 @@ def test_missing_java_is_a_clear_error(monkeypatch, tmp_path):
 def cli_command(events, out, checkpoint):
     return [sys.executable, "-m", "flamespark.cli", "run", PIPELINE, "--input", f"readings={events}",
             "--out", str(out), "--engine", "spark", "--master", "local[2]", "--reorder-latency", str(LATENCY),
-            "--max-rows-per-batch", str(PER_BATCH), "--checkpoint", str(checkpoint), "--changes"]
+            "--max-rows-per-batch", str(PER_BATCH), "--ingest-partitions", "1", "--checkpoint", str(checkpoint),
+            "--changes"]
 
 
 def run_on_terminal(command):

@@ -32,6 +32,9 @@ def add_parser(commands):
     parser.add_argument("--rates", metavar="R1,R2,...", type=comma_separated(positive_float), default=[],
                         help="also run both modes on the input offered at each rate (events/s): latency, events/s, "
                              "replay and batch length per rate, the highest rate each sustains, and rates.png")
+    parser.add_argument("--scaling", metavar="MASTER1,MASTER2", type=comma_separated(str), default=(),
+                        help="also run the optimistic mode unpaced on each Spark master (e.g. local[1],local[2]), "
+                             "each in a process of its own, and report the events/s of each and their ratio")
     parser.set_defaults(handler=command)
 
 
@@ -40,7 +43,8 @@ def command(args) -> int:
     from flamespark.tools.loader import load_graph
 
     report = bench(load_graph(args.pipeline), args.input, args.out, sweep=args.sweep, stddev_ms=args.stddev_ms,
-                   seed=args.seed, rates=args.rates, title=args.pipeline, **run_options(args))
+                   seed=args.seed, rates=args.rates, title=args.pipeline, scaling=args.scaling,
+                   pipeline=args.pipeline, **run_options(args))
     equal = modes_agree(report)
     print(f"bench: report in {args.out / 'report.md'}; {headline(report)}"
           + ("" if equal else "; OUTPUTS DIFFER between modes"), file=sys.stderr)

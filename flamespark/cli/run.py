@@ -50,12 +50,16 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--max-rows-per-batch", metavar="N", type=positive_int, default=None,
                         help="replay at most N events of each JSONL file input in each Spark micro-batch, so batch "
                              "boundaries do not depend on timing (spark engine; default: all available)")
+    parser.add_argument("--ingest-partitions", metavar="N", type=positive_int, default=None,
+                        help="ingest each JSONL file input in N parallel Spark tasks, each judging lateness by its "
+                             "own share of the events (spark engine, optimistic mode; default: the shard count)")
 
 
 def run_options(args) -> dict:
     """The run options of `add_pipeline_arguments`, as keyword arguments of the tools."""
     return dict(engine=args.engine, reorder_latency=args.reorder_latency, late=args.late, rate=args.rate,
-                master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch)
+                master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch,
+                ingest_partitions=args.ingest_partitions)
 
 
 def add_parser(commands):

@@ -11,7 +11,7 @@ ENGINES = ("local", "spark")
 MODES = ("optimistic", "buffered")
 # The keyword arguments of flamespark.engines.spark.run_spark (apart from the graph, inputs and these options).
 SPARK_OPTIONS = ("master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "progress",
-                 "follow", "output", "output_format")
+                 "follow", "output", "output_format", "ingest_partitions")
 
 
 def _is_int(value) -> bool:
@@ -66,6 +66,9 @@ class RunOptions:
             raise OptionError(f"rate must be a positive number of events per second, got {rate!r}")
         if not isinstance(self.changes, bool):
             raise OptionError(f"changes must be True or False, got {self.changes!r}")
+        partitions = self.engine_options.get("ingest_partitions")
+        if partitions is not None and (not _is_int(partitions) or partitions < 1):
+            raise OptionError(f"ingest_partitions must be a positive integer, got {partitions!r}")
         unknown = [name for name in self.engine_options if name not in SPARK_OPTIONS]
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)}; flamespark.run takes engine, mode, "

@@ -22,12 +22,17 @@ class EventMinter:
 
     Identical events (same source, time and payload) are told apart by how
     many identical ones came before; which copy gets which index cannot
-    change any output, since the copies are interchangeable.
+    change any output, since the copies are interchangeable. A minter that
+    sees only `partition` of `partitions` disjoint parts of the input
+    numbers its copies `partition`, `partition + partitions`, ..., so no two
+    minters give identical events the same index.
     """
 
-    def __init__(self):
+    def __init__(self, partition: int = 0, partitions: int = 1):
         self._seen = {}
         self._pruned_at = 0
+        self._partition = partition
+        self._partitions = partitions
 
     def mint(self, source: str, ts: int, payload, arrival: float) -> Item:
         data = encode(payload, source, Meta(ts, source, 0, ()))
@@ -35,7 +40,8 @@ class EventMinter:
         identity = (ts, source, tiebreak)
         duplicate = self._seen.get(identity, 0)
         self._seen[identity] = duplicate + 1
-        return Item(Meta(ts, source, tiebreak, (duplicate,)), payload, data, False, arrival)
+        index = duplicate * self._partitions + self._partition
+        return Item(Meta(ts, source, tiebreak, (index,)), payload, data, False, arrival)
 
     def dump(self) -> list:
         return [[ts, source, tiebreak, count] for (ts, source, tiebreak), count in self._seen.items()]
@@ -88,11 +94,17 @@ class SourceProgress:
     lowest of the other sources'. Its silence counts from the first time
     the progress hears of it or of the clock.
 
+    A progress that sees `partition` of the `partitions` disjoint parts an
+    engine splits its sources' events into (the Spark engine's ingest
+    partitions) judges lateness by that part alone, and mints duplicate
+    indices that no other part mints (see EventMinter); `expected` then
+    counts that part's events.
+
     Options are taken as given: `flamespark.runtime.options` checks them.
     """
 
     def __init__(self, sources, reorder_latency: int = 0, late: str = "drop", expected: dict | None = None,
-                 idle_timeout: float | None = None, clock_ms=None):
+                 idle_timeout: float | None = None, clock_ms=None, partition: int = 0, partitions: int = 1):
         if idle_timeout is not None and clock_ms is None:
             raise InternalError("SourceProgress: an idle timeout needs a clock")
         self.reorder_latency = reorder_latency
@@ -102,7 +114,7 @@ class SourceProgress:
         self.clock_ms = clock_ms
         self.dead_letters = []
         self._sources = {source: _Source() for source in sources}
-        self._minter = EventMinter()
+        self._minter = EventMinter(partition, partitions)
 
     def admit(self, source: str, ts: int, payload, arrival: float) -> Item | None:
         """The event as an item with its meta, or None if it is late and dropped."""

@@ -3,7 +3,8 @@
 `bench` writes OUT/report.json, OUT/report.md and OUT/latency.png; with a
 `sweep` of disorder percents it also reruns both modes on inputs
 re-disordered at each percent (from the input sorted by ts) and writes
-OUT/sweep.png.
+OUT/sweep.png; with `scaling` masters, it reports the same unpaced Spark run
+on each (`flamespark.tools.scaling`).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from flamespark.api import run
 from flamespark.core.codec import pack
+from flamespark.core.errors import OptionError
 from flamespark.graph import Graph
 from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
@@ -26,6 +28,7 @@ from flamespark.runtime.options import MODES, RunOptions
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
 from flamespark.tools.runner import check_inputs, checkpoint_directory
+from flamespark.tools.scaling import scaling_markdown, scaling_runs
 
 
 def _progress(text: str):
@@ -43,6 +46,7 @@ class Runs:
     master: str | None
     checkpoint: Path
     max_rows_per_batch: int | None
+    ingest_partitions: int | None = None
 
     def run(self, graph, inputs: dict, mode: str, label: str):
         """One run of `mode` (the optimistic one keeps a changelog); a Spark run keeps its checkpoint under
@@ -54,7 +58,7 @@ class Runs:
         checkpoint = self.checkpoint / label / mode
         shutil.rmtree(checkpoint, ignore_errors=True)
         return run(graph, inputs, engine="spark", master=self.master, checkpoint=checkpoint,
-                   max_rows_per_batch=self.max_rows_per_batch, **options)
+                   max_rows_per_batch=self.max_rows_per_batch, ingest_partitions=self.ingest_partitions, **options)
 
     def compare(self, graph, events: dict, label: str, inputs: dict) -> tuple[dict, dict]:
         """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
@@ -161,7 +165,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
           reorder_latency: int = 0, late: str = "drop", rate: float | None = None, master: str | None = None,
           checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
           sweep: Sequence[float] = (), stddev_ms: float = 1000.0, seed: int = 0, rates: Sequence[float] = (),
-          title: str | None = None) -> dict:
+          title: str | None = None, ingest_partitions: int | None = None, scaling: Sequence[str] = (),
+          pipeline: str | None = None) -> dict:
     """Run `graph` in both modes over `inputs` (source name to a JSONL file or a directory) and return the report.
 
     The report is also written to `out` (report.json, report.md, latency.png).
@@ -173,6 +178,10 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     it), and `out/rates.png` plots latency against rate. Spark runs keep
     their checkpoints under `checkpoint` (default `out/_checkpoint`), one per
     run. `title` names the pipeline in the report (default: the graph's name).
+    With `scaling`, Spark masters such as `local[1]` and `local[2]`, the
+    optimistic mode also runs unpaced on each, in processes of their own
+    that load `pipeline` (`PATH.py:ATTR`, the file `graph` came from), and
+    the report gives the events/s of each and their ratio.
     The other options are `flamespark.run`'s; `rate` paces the local engine's
     input too.
     """
@@ -180,7 +189,13 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     paths = check_inputs(graph, inputs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch)
+    if scaling and pipeline is None:
+        raise OptionError("bench: scaling runs load the graph in processes of their own and need its PATH.py:ATTR")
+    # Before any run here starts a JVM of its own, which would take memory and cores from them.
+    scaled = scaling_runs(pipeline, paths, out / "scaling", scaling, reorder_latency=reorder_latency, late=late,
+                          max_rows_per_batch=max_rows_per_batch, ingest_partitions=ingest_partitions) if scaling else None
+    runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch,
+                ingest_partitions)
     events = {name: read_input(name, path) for name, path in paths.items()}
     main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths)
     report = {
@@ -192,6 +207,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
         "machine": machine(),
         **main,
     }
+    if scaled:
+        report["scaling"] = scaled
     plot_latency(latencies, out / "latency.png")
     if sweep:
         report["sweep"] = sweep_points(graph, events, runs, sweep, stddev_ms, seed)
@@ -279,6 +296,8 @@ def markdown(report: dict) -> str:
                       "Plot: `sweep.png`.", ""]
     if "rates" in report:
         lines += _rates(report)
+    if "scaling" in report:
+        lines += scaling_markdown(report["scaling"])
     return "\n".join(lines)
 
 

@@ -55,7 +55,8 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
                      mode: str = "optimistic", reorder_latency: int = 0, late: str = "drop",
                      rate: float | None = None, master: str | None = None, checkpoint: str | Path | None = None,
                      max_rows_per_batch: int | None = None, sink_format: str = "jsonl", follow: bool = False,
-                     idle_timeout: float | None = None, changes: bool = False) -> Result:
+                     idle_timeout: float | None = None, changes: bool = False,
+                     ingest_partitions: int | None = None) -> Result:
     """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
     and write its sinks, dead letters and metrics under `out`.
 
@@ -74,7 +75,8 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     given = {"follow": follow} if follow else {}
     if engine != "local":
         given.update(rate=rate, master=master, checkpoint=checkpoint_directory(out, checkpoint),
-                     max_rows_per_batch=max_rows_per_batch, output=out if follow else None, output_format=sink_format)
+                     max_rows_per_batch=max_rows_per_batch, output=out if follow else None, output_format=sink_format,
+                     ingest_partitions=ingest_partitions)
     options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, changes=changes,
                             **given)
     out.mkdir(parents=True, exist_ok=True)

@@ -74,9 +74,9 @@ class BatchCollector:
     def _show(self, part):
         """One status line, rewritten in place, from the stages' cumulative counters (they survive restarts)."""
         self.latest.update(_latest_metrics([part]))
-        events = sum(m["events"] for (stage, _), m in self.latest.items() if stage == "ingest")
-        released = sum(m["released"] for (stage, _), m in self.latest.items() if stage == "barrier")
-        held = sum(m["held"] for (stage, _), m in self.latest.items() if stage == "barrier")
+        events = sum(m["events"] for (stage, *_), m in self.latest.items() if stage == "ingest")
+        released = sum(m["released"] for (stage, *_), m in self.latest.items() if stage == "barrier")
+        held = sum(m["held"] for (stage, *_), m in self.latest.items() if stage == "barrier")
         sys.stderr.write(
             f"\rbatch {part['batch']}: {events} event(s) in, {released} released, up to {held} held at the barrier   "
         )
@@ -87,12 +87,12 @@ class BatchCollector:
 
 
 def _latest_metrics(parts) -> dict:
-    """The last metric row of every (stage, source or shard); their counters are cumulative."""
+    """The last metric row of every (stage, source, shard or ingest partition); their counters are cumulative."""
     latest = {}
     for part in parts:
         for stage, shard, payload in part["metrics"]:
             values = msgpack.unpackb(payload)
-            latest[(stage, values.get("source", shard))] = values
+            latest[(stage, values.get("source"), shard)] = values
     return latest
 
 
@@ -156,8 +156,8 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Resu
             latencies.append((part["released_at"] - arrival) * 1000.0)
     late = [unpack(payload) for part in parts for payload in part["late"]]
     latest = _latest_metrics(parts)
-    barrier = [m for (stage, _), m in latest.items() if stage == "barrier"]
-    ingest = [m for (stage, _), m in latest.items() if stage == "ingest"]
+    barrier = [m for (stage, *_), m in latest.items() if stage == "barrier"]
+    ingest = [m for (stage, *_), m in latest.items() if stage == "ingest"]
     held_per_batch = [
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]

@@ -35,22 +35,22 @@ _BINARY_FILE_SCHEMA = T.StructType([
 ])
 
 
-def file_stream(spark, source: str, directory, fmt: str):
-    """A streaming DataFrame of ROW_SCHEMA event rows for the files of `directory`."""
+def file_stream(spark, source: str, directory, fmt: str, key: int = 0):
+    """A streaming DataFrame of ROW_SCHEMA event rows for the files of `directory`, all with shard `key`."""
     directory = str(Path(directory).resolve())
     if fmt == "jsonl":
         files = (
             spark.readStream.format("binaryFile").schema(_BINARY_FILE_SCHEMA).option("pathGlobFilter", "*.jsonl")
             .load(directory).select(F.col("content"), F.col("_metadata.file_path").alias("file"))
         )
-        return files.mapInArrow(_jsonl_events(source), ROW_SCHEMA)
+        return files.mapInArrow(_jsonl_events(source, key), ROW_SCHEMA)
     schema = _parquet_schema(source, directory)
     rows = (
         spark.readStream.schema(schema).option("pathGlobFilter", "*.parquet").parquet(directory)
         .select(F.struct(*schema.fieldNames()).alias("event"), F.col("_metadata.file_path").alias("file"),
                 F.col("_metadata.row_index").alias("row"))
     )
-    return rows.mapInArrow(_parquet_events(source), ROW_SCHEMA)
+    return rows.mapInArrow(_parquet_events(source, key), ROW_SCHEMA)
 
 
 def _parquet_schema(source, directory) -> T.StructType:
@@ -65,8 +65,8 @@ def _parquet_schema(source, directory) -> T.StructType:
     return schema
 
 
-def _event_row(source, ts, payload, seq, now) -> tuple:
-    return (EVENT, source, 0, ts, b"", encode(payload, source, Meta(ts, source, 0, ())), False, now, seq, None)
+def _event_row(source, key, ts, payload, seq, now) -> tuple:
+    return (EVENT, source, key, ts, b"", encode(payload, source, Meta(ts, source, 0, ())), False, now, seq, None)
 
 
 def _record_batch(rows: list) -> pa.RecordBatch:
@@ -80,20 +80,20 @@ def _local(path: str) -> str:
     return path[len("file:"):] if path.startswith("file:") else path
 
 
-def _jsonl_events(source):
+def _jsonl_events(source, key):
     def convert(batches):
         for batch in batches:
             now = time.time()
             rows = []
             for content, path in zip(batch.column("content").to_pylist(), batch.column("file").to_pylist()):
                 for number, ts, payload in jsonl_events(io.BytesIO(content), _local(path)):
-                    rows.append(_event_row(source, ts, payload, number, now))
+                    rows.append(_event_row(source, key, ts, payload, number, now))
             yield _record_batch(rows)
 
     return convert
 
 
-def _parquet_events(source):
+def _parquet_events(source, key):
     def convert(batches):
         for batch in batches:
             now = time.time()
@@ -101,7 +101,7 @@ def _parquet_events(source):
             for event, path, row in zip(batch.column("event").to_pylist(), batch.column("file").to_pylist(),
                                         batch.column("row").to_pylist()):
                 ts, payload = check_record(event, f"{_local(path)}, row {row}")
-                rows.append(_event_row(source, ts, payload, row, now))
+                rows.append(_event_row(source, key, ts, payload, row, now))
             yield _record_batch(rows)
 
     return convert

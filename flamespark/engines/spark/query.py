@@ -69,8 +69,9 @@ def _watermarked(stream, reorder_latency):
     return stream.withColumn("event_time", event_time).withWatermark("event_time", f"{reorder_latency + 1} milliseconds")
 
 
-def _replay_stream(spark, source, path, rate, max_rows):
-    reader = spark.readStream.format(ReplaySource.name()).option("path", str(path)).option("source", source)
+def _replay_stream(spark, source, path, rate, max_rows, keys):
+    reader = (spark.readStream.format(ReplaySource.name()).option("path", str(path)).option("source", source)
+              .option("keys", ",".join(map(str, keys))))
     if rate:
         reader = reader.option("rate", str(rate))
     if max_rows:
@@ -108,16 +109,27 @@ def _fingerprint(prepared: dict) -> dict:
             for source, how in prepared.items()}
 
 
-def source_streams(spark, prepared: dict, rate=None, max_rows=None):
-    """Each source's raw event rows, and the event counts that end finite directory sources."""
+def _ingest_partitions(prepared: dict, partitions: int) -> dict:
+    """How many ingest partitions take each source: `partitions` for a replayed one, one for a directory.
+
+    A directory source stays in one partition: its rows come from files read
+    in parallel, with no position across files to spread them by that a
+    restart would see again, and its expected count ends it in that one.
+    """
+    return {source: partitions if how[0] == "replay" else 1 for source, how in prepared.items()}
+
+
+def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None):
+    """Each source's raw event rows, keyed by ingest partition, and the event counts that end finite directory sources."""
     spark.dataSource.register(ReplaySource)
     streams, expected = {}, {}
     for source, how in prepared.items():
+        keys = topology.ingest_keys[:topology.partitions[source]]
         if how[0] == "replay":
-            streams[source] = _replay_stream(spark, source, how[1], rate, max_rows)
+            streams[source] = _replay_stream(spark, source, how[1], rate, max_rows, keys)
             continue
         _, directory, fmt, count = how
-        streams[source] = file_stream(spark, source, directory, fmt)
+        streams[source] = file_stream(spark, source, directory, fmt, keys[0])
         if count is not None:
             expected[source] = count
     return streams, expected
@@ -137,7 +149,7 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
     With `changes`, the barrier's stage also emits each batch's changelog rows.
     """
     def ingest(stream, sources):
-        # Raw rows all carry shard 0, so one group ingests `sources` and sees all their progress.
+        # Raw rows carry their ingest partition's key (topology.ingest_keys) in `shard`: one group per partition.
         processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
         return _process(stream, processor, "shard")
 
@@ -155,7 +167,8 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
 
 
 def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, spark=None, shards=None,
-              timeout=None, max_rows_per_batch=None, progress=None, follow=False, output=None, output_format="jsonl"):
+              timeout=None, max_rows_per_batch=None, progress=None, follow=False, output=None, output_format="jsonl",
+              ingest_partitions=None):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
     `options` (mode, reorder latency, late policy, idle timeout) come checked;
@@ -173,6 +186,10 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     and with `options.changes` its changelog to `output/<sink>.changes/`.
     With `checkpoint`, a stopped run resumes from it and ends with exactly the
     output of an uninterrupted one; without, a temporary directory is used.
+    In the optimistic mode, each replayed source's events are ingested by
+    `ingest_partitions` parallel tasks (default: `shards`), each judging
+    lateness by its own part's punctuation; the buffered baseline ingests
+    each source in one task, so that Spark's watermark agrees with it.
     """
     graph.validate()
     check_input_names(graph.sources, inputs)
@@ -182,15 +199,16 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     try:
         spark = spark or spark_session(master, shards)
         shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
-        topology = Topology(graph, mode, shards)
         # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing.
         prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
+        partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
+        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
-            "idle_timeout": idle_timeout, "shards": shards, "inputs": _fingerprint(prepared),
-            "changes": options.changes,
+            "idle_timeout": idle_timeout, "shards": shards, "ingest_partitions": partitions,
+            "inputs": _fingerprint(prepared), "changes": options.changes,
         }, started=(workdir / "checkpoint").exists())
-        streams, expected = source_streams(spark, prepared, rate, max_rows_per_batch)
+        streams, expected = source_streams(spark, prepared, topology, rate, max_rows_per_batch)
         stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,

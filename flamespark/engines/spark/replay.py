@@ -3,7 +3,9 @@
 The file holds msgpack records `[ts, payload_bytes]` (see `write_replay_file`).
 Offsets are record indexes, so a query restarted from its checkpoint replays
 exactly the batches it logged. Index `n` (the number of records) is a synthetic
-end-of-input row. With a rate, an event's arrival time is when it became due
+end-of-input row. With option `keys` (comma-separated ingest partition keys),
+record `i` carries key `i % len(keys)` in its `shard` column, the same on every
+replay, and every key gets an end-of-input row. With a rate, an event's arrival time is when it became due
 on the replay clock; the clock starts after the first (warm-up) batch, which
 carries one event, since Spark's first batch is slow.
 """
@@ -52,8 +54,10 @@ class ReplaySource(DataSource):
 
 
 class ReplayPartition(InputPartition):
-    def __init__(self, start, end, byte_start, clock):
-        self.start, self.end, self.byte_start, self.clock = start, end, byte_start, clock
+    """Records `start` to `end` of the file, spread over ingest partition `keys`."""
+
+    def __init__(self, start, end, byte_start, clock, keys):
+        self.start, self.end, self.byte_start, self.clock, self.keys = start, end, byte_start, clock, keys
 
 
 class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -64,6 +68,7 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.source = options["source"]
         self.rate = float(options.get("rate") or 0)
         self.max_rows = int(options.get("maxRowsPerBatch") or 0)
+        self.keys = [int(key) for key in options.get("keys", "0").split(",")]
         self.offsets = _record_offsets(self.path)
         self.events = len(self.offsets) - 1
         self.total = self.events + 1
@@ -114,22 +119,23 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if last <= first:
             return []
         clock = (self.clock[0], self.clock[1], self.rate) if self.clock and self.rate > 0 else None
-        return [ReplayPartition(first, last, self.offsets[min(first, self.events)], clock)]
+        return [ReplayPartition(first, last, self.offsets[min(first, self.events)], clock, self.keys)]
 
     def read(self, partition):
         now = time.time()
-        source = self.source
+        source, keys = self.source, partition.keys
         index = partition.start
         with open(self.path, "rb") as handle:
             handle.seek(partition.byte_start)
             unpacker = msgpack.Unpacker(handle)
             while index < min(partition.end, self.events):
                 ts, data = unpacker.unpack()
-                yield (EVENT, source, 0, ts, b"", data, False, self._arrival(partition.clock, index, now), index,
-                       None)
+                arrival = self._arrival(partition.clock, index, now)
+                yield (EVENT, source, keys[index % len(keys)], ts, b"", data, False, arrival, index, None)
                 index += 1
         if partition.start <= self.events < partition.end:
-            yield (END, source, 0, INFINITY, b"", b"", False, now, self.events, None)
+            for key in keys:
+                yield (END, source, key, INFINITY, b"", b"", False, now, self.events, None)
 
     @staticmethod
     def _arrival(clock, index, now):

@@ -1,4 +1,5 @@
 """How a physical plan splits into Spark stages, and where each item row goes next."""
+from flamespark.engines.spark.partitioning import spread_keys
 from flamespark.engines.spark.rows import ITEM, item_row, pack_meta, shard_of
 from flamespark.runtime.plan import build_plan
 from operators import BufferSort
@@ -13,15 +14,22 @@ class Topology:
     stateless operators run inline, in the stage that produced their input.
     The barrier lives in the last stage (stage 1 if
     there are no keyed operators). Rows carry their target and a
-    shard: the key's hash for an operator, the meta's hash for the barrier.
+    shard: the key's hash for an operator, the meta's hash for the barrier,
+    as one of `shard_keys`, which Spark's shuffle sends to distinct tasks.
+    Stage 0 runs one group per ingest partition, keyed by `ingest_keys`:
+    `partitions[source]` (1 if not given) of them take a source's events,
+    spread by position.
     """
 
-    def __init__(self, graph, mode: str, shards: int):
+    def __init__(self, graph, mode: str, shards: int, partitions: dict | None = None):
         self.plan = build_plan(graph, mode)
         self.route = self.plan.router()
         self.mode = mode
         self.sources = graph.sources
         self.shards = shards
+        self.partitions = {source: (partitions or {}).get(source, 1) for source in self.sources}
+        self.shard_keys = spread_keys(shards, shards)
+        self.ingest_keys = spread_keys(max(self.partitions.values(), default=1), shards)
         self.stage_of = {source: 0 for source in self.sources}
         parents = {}
         for name, targets in self.plan.downstream.items():
@@ -56,8 +64,8 @@ class Topology:
         rows = []
         for target, reached in self.route(origin, item):
             if target in self.plan.sinks:
-                shard = shard_of(pack_meta(reached.meta), self.shards)
+                shard = self.shard_keys[shard_of(pack_meta(reached.meta), self.shards)]
             else:
-                shard = shard_of(self.keyed_behind(target).key_of(reached), self.shards)
+                shard = self.shard_keys[shard_of(self.keyed_behind(target).key_of(reached), self.shards)]
             rows.append(item_row(ITEM, target, shard, reached, cause))
         return rows

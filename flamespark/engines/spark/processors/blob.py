@@ -23,11 +23,12 @@ class BlobProcessor(StatefulProcessor):
         pass
 
 
-def punctuation_rows(sources_times: dict, shards: int) -> list:
+def punctuation_rows(times: dict, shard_keys: list) -> list:
+    """Rows for `{(source, ingest partition): time}` to every shard; a punctuation row's `seq` is its partition."""
     return [
-        control_row(PUNCT, source, shard, encode_time(time))
-        for source, time in sources_times.items()
-        for shard in range(shards)
+        control_row(PUNCT, source, shard, encode_time(time), seq=partition)
+        for (source, partition), time in times.items()
+        for shard in shard_keys
     ]
 
 

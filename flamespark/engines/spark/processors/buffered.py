@@ -75,8 +75,8 @@ class BufferedStageProcessor(BlobProcessor):
         self.save(state)
         punctuations = batch[batch["kind"] == PUNCT]
         if shard == 0 and len(punctuations):
-            out = [control_row(PUNCT, row.target, s, row.ts) for row in punctuations.itertuples(index=False)
-                   for s in range(self.topology.shards)]
+            out = [control_row(PUNCT, row.target, s, row.ts, seq=row.seq) for row in punctuations.itertuples(index=False)
+                   for s in self.topology.shard_keys]
             yield with_event_time(frame(out))
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):

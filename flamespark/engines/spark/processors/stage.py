@@ -16,26 +16,35 @@ from flamespark.runtime.changes import StepChanges
 
 
 class Horizons:
-    """Each source's latest punctuation; their minimum is the stage's punctuation."""
+    """The latest punctuation of each source's ingest partitions.
 
-    def __init__(self, sources, known: dict):
-        self.times = {source: decode_time(known.get(source, -math.inf)) for source in sources}
+    A source's punctuation is the minimum over its partitions (as Flink
+    combines input channels); the stage's punctuation is the minimum over
+    sources.
+    """
+
+    def __init__(self, partitions: dict, known: dict):
+        self.times = {
+            source: [decode_time(time) for time in known.get(source, [-math.inf] * count)]
+            for source, count in partitions.items()
+        }
 
     def update(self, rows) -> dict:
-        """Apply punctuation rows; returns the sources whose time advanced."""
+        """Apply punctuation rows; returns `{(source, partition): time}` of the partitions whose time advanced."""
         advanced = {}
         for row in rows:
             time = decode_time(row.ts)
-            if time > self.times[row.target]:
-                self.times[row.target] = advanced[row.target] = time
+            times = self.times[row.target]
+            if time > times[row.seq]:
+                times[row.seq] = advanced[(row.target, row.seq)] = time
         return advanced
 
     @property
     def time(self):
-        return min(self.times.values(), default=math.inf)
+        return min((min(times) for times in self.times.values()), default=math.inf)
 
     def dump(self) -> dict:
-        return {source: encode_time(time) for source, time in self.times.items()}
+        return {source: [encode_time(time) for time in times] for source, times in self.times.items()}
 
 
 class StageProcessor(BlobProcessor):
@@ -60,7 +69,7 @@ class StageProcessor(BlobProcessor):
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
         state = self.load({"horizons": {}, "buckets": {}, "barrier": None})
-        horizons = Horizons(self.topology.sources, state["horizons"])
+        horizons = Horizons(self.topology.partitions, state["horizons"])
         batch = concat(rows)
         targets = list(self.operators) + (list(self.topology.plan.sinks) if self.final else [])
         mine, passing = split_rows(batch, targets)
@@ -85,7 +94,7 @@ class StageProcessor(BlobProcessor):
             out.extend(release(shard, barrier, horizons.time))
             state["barrier"] = barrier.state.dump()
         elif shard == 0 and advanced:
-            out.extend(punctuation_rows(advanced, self.topology.shards))
+            out.extend(punctuation_rows(advanced, self.topology.shard_keys))
         self.save(state)
         if out:
             yield frame(out)

@@ -39,6 +39,19 @@ class Change(NamedTuple):
 _change = tuple.__new__  # a Change without the keyword handling of Change(...), on the per-record path
 
 
+def records(changes: list, sinks) -> dict:
+    """Each sink's records of `changes`, as `Result.changes` holds them."""
+    by_sink = {sink: [] for sink in sinks}
+    for sink, op, item, cause in changes:
+        by_sink[sink].append(_record(op, item, cause))
+    return by_sink
+
+
+def _record(op: str, item, cause: Cause | None) -> dict:
+    payload = unpack(item.data) if item.payload is None else item.payload  # rows keep bytes only
+    return {"op": op, "ts": item.meta.ts, "payload": payload, "cause": None if cause is None else cause._asdict()}
+
+
 def _identity(sink: str, item) -> tuple:
     """What a `-` must match of a `+`: sink, event time and payload (as the changelog's reader sees them)."""
     return sink, item.meta.ts, item.data
@@ -118,14 +131,12 @@ class Changelog:
             elif held:
                 held.pop()
                 retracted += 1
-                cause = cause._asdict()
             else:
                 raise InternalError(
                     f"internal error: the changelog of sink {sink!r} retracts an output of "
                     f"{item.meta.describe()} that it never added"
                 )
-            payload = unpack(item.data) if item.payload is None else item.payload  # rows keep bytes only
-            records[sink].append({"op": op, "ts": item.meta.ts, "payload": payload, "cause": cause})
+            records[sink].append(_record(op, item, cause))
         self.added += len(changes) - retracted
         self.retracted += retracted
 

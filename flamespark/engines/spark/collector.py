@@ -12,7 +12,7 @@ from flamespark.engines.spark.rows import CHANGE, LATE, METRIC, OUT, unpack_caus
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
-from flamespark.runtime.changes import ADD, RETRACT, Change, Changelog
+from flamespark.runtime.changes import ADD, RETRACT, Change, Changelog, records
 from flamespark.runtime.metrics import percentiles, run_metrics
 
 
@@ -65,11 +65,9 @@ class BatchCollector:
                 write_values(self.output / sink / name, values, self.output_format)
         if part["late"]:
             write_values(self.output / "late" / name, [unpack(data) for data in part["late"]], "jsonl")
-        changelog = Changelog(self.sinks)
-        changelog.extend(batch_changes(part), part["released_at"])
-        for sink, records in changelog.records.items():
-            if records:
-                write_values(self.output / f"{sink}.changes" / name, records, "jsonl")
+        for sink, changes in records(batch_changes(part), self.sinks).items():
+            if changes:
+                write_values(self.output / f"{sink}.changes" / name, changes, "jsonl")
 
     def _show(self, part):
         """One status line, rewritten in place, from the stages' cumulative counters (they survive restarts)."""

@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import flamespark as fs
+from flamespark.cli import main
 from flamespark.engines.spark import query
 from flamespark.engines.spark.processors import StageProcessor
 from flamespark.engines.spark.rows import ITEM, concat, row_item
@@ -102,12 +103,15 @@ def test_a_batch_reads_and_writes_only_the_keys_of_its_rows_and_those_left_due(s
     assert due_reads > 0
 
 
-def test_the_state_bench_reports_the_thirds_of_a_small_run(spark):
-    report = state_bench.state_bench(events=40, batch_rows=10, warmup_batches=1, spark=spark)
+def test_bench_state_reports_the_thirds_of_a_small_run(spark, tmp_path, capsys):
+    out = tmp_path / "state.json"
+    assert main(["bench-state", "--events", "40", "--batch-rows", "10", "--warmup-batches", "1",
+                 "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
     assert report["outputs"] == 40 and len(report["batches"]) >= 4
     assert report["thirds"]["ratio"] == report["thirds"]["last_third_ms"] / report["thirds"]["first_third_ms"]
     assert [len(batch["operators"]) for batch in report["batches"]] == [2] * len(report["batches"])
-    text = state_bench.table(report)
+    text = capsys.readouterr().out
     assert "ratio last/first" in text and "40 events of distinct keys" in text
 
 

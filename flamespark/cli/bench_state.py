@@ -16,6 +16,8 @@ def add_parser(commands):
                     "ratio (goal <= 1.2).")
     parser.add_argument("--events", type=positive_int, default=30_000, metavar="N",
                         help="events, each of a distinct key (default: %(default)s)")
+    parser.add_argument("--state-bytes", type=non_negative_int, default=0, metavar="B",
+                        help="bytes of state each key holds besides its count (default: %(default)s)")
     parser.add_argument("--batch-rows", type=positive_int, default=1000, metavar="R",
                         help="rows a micro-batch (default: %(default)s)")
     parser.add_argument("--spacing-ms", type=positive_int, default=10, metavar="MS",
@@ -35,7 +37,7 @@ def command(args) -> int:
     from flamespark.io.atomic import write_atomic
     from flamespark.tools.state_bench import state_bench, table
 
-    report = state_bench(args.events, batch_rows=args.batch_rows, spacing_ms=args.spacing_ms,
+    report = state_bench(args.events, args.state_bytes, batch_rows=args.batch_rows, spacing_ms=args.spacing_ms,
                          reorder_latency=args.reorder_latency, warmup_batches=args.warmup_batches,
                          master=args.master, shards=args.shards,
                          say=lambda text: print(f"bench-state: {text}", file=sys.stderr, flush=True))

@@ -35,10 +35,14 @@ class BarrierState:
     def load(cls, dumped) -> "BarrierState":
         state = cls()
         state.horizon, state.arrived, state.tombstones, state.released, held = dumped
-        for sink, meta, data, tombstone, arrival in held:
-            meta = Meta.load(meta)
-            state.held.push(meta.ts, (sink, Item(meta, None, data, tombstone, arrival)))
+        state.hold(held)
         return state
+
+    def hold(self, entries: list):
+        """Hold again entries of `dump()`'s held list, which were counted when they arrived."""
+        for sink, meta, data, tombstone, arrival in entries:
+            meta = Meta.load(meta)
+            self.held.push(meta.ts, (sink, Item(meta, None, data, tombstone, arrival)))
 
 
 class Barrier:

@@ -33,6 +33,15 @@ class Bucket:
         """Whether the bucket holds nothing: no item, and no tombstone waiting for its item."""
         return not self._counts
 
+    @property
+    def latest(self):
+        """The latest event time among its items and waiting tombstones, or None: once a punctuation reaches
+        it, `collect` leaves the bucket as it is until something new comes."""
+        times = [self._order[-1][0].ts] if self._order else []
+        if len(self._counts) != len(self._items):
+            times += [meta.ts for meta, data in self._counts if (meta, data) not in self._items]
+        return max(times, default=None)
+
     def items(self) -> list:
         """The visible items in meta order."""
         return [self._items[identity] for identity in self._order]

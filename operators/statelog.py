@@ -51,6 +51,14 @@ class StateLog:
     def empty(self) -> bool:
         return not self.steps and not self.pending and self.base is None
 
+    @property
+    def latest(self):
+        """The latest event time among its steps and waiting tombstones, or None: once a punctuation reaches
+        it, `collect` leaves the log as it is until something new comes."""
+        times = [self.identities[-1][0].ts] if self.identities else []
+        times += [meta.ts for meta, _ in self.pending]
+        return max(times, default=None)
+
     def add(self, item, run) -> list:
         identity = item.identity
         if item.tombstone:

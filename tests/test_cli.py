@@ -112,7 +112,7 @@ def test_a_source_given_twice_and_follow_on_the_local_engine_are_refused(tmp_pat
 @pytest.mark.parametrize("command, option", [
     ("run", "--follow"), ("run", "--changes"), ("disorder", "--stddev-ms D"), ("graph", "PATH.py:ATTR"), ("bench", "--sweep"),
     ("bench-overhead", "--baseline {key,shard}"), ("bench-sorters", "--frequencies F1,F2,..."),
-    ("bench-core", "--overload-rate DOCS_PER_S"),
+    ("bench-core", "--overload-rate DOCS_PER_S"), ("bench-state", "--warmup-batches B"),
 ])
 def test_every_command_has_help(command, option, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -126,8 +126,9 @@ def test_the_top_level_help_lists_every_command(capsys):
     with pytest.raises(SystemExit):
         main(["-h"])
     text = capsys.readouterr().out
-    assert len(COMMANDS) == 7
-    for command in ("run", "disorder", "graph", "bench", "bench-core", "bench-overhead", "bench-sorters"):
+    assert len(COMMANDS) == 8
+    for command in ("run", "disorder", "graph", "bench", "bench-core", "bench-overhead", "bench-state",
+                    "bench-sorters"):
         assert re.search(rf"^    {command}\b", text, re.MULTILINE)
 
 

@@ -1,5 +1,6 @@
-"""The Spark engine's keyed state, one shard's blob per batch, without a Spark session."""
+"""The Spark engine's keyed state and held items over a map state, batch by batch, without a Spark session."""
 import math
+from unittest import mock
 
 import msgpack
 import pytest
@@ -8,45 +9,153 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 
+from barrier.barrier import Barrier  # noqa: E402
 from flamespark.core.codec import pack  # noqa: E402
 from flamespark.core.items import Item  # noqa: E402
-from flamespark.engines.spark.processors.keyed import StageState  # noqa: E402
-from operators import StatefulLoop  # noqa: E402
+from flamespark.engines.spark.processors import held  # noqa: E402
+from flamespark.engines.spark.processors.buckets import StageState  # noqa: E402
+from flamespark.engines.spark.rows import OUT, pack_meta  # noqa: E402
+from operators import StatefulLoop, WindowedGrouping  # noqa: E402
 from tests.graphs import running_sum_update  # noqa: E402
-from tests.test_store import OPERATORS, item, keyed_steps, run  # noqa: E402
+from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps  # noqa: E402
 
 
-def loop():
-    return StatefulLoop("sum", key=lambda v: v % 3, update=running_sum_update)
+class DictMap:
+    """The calls `StoreBuckets` and `TimedRecords` make on a MapState, over a dict; the user keys each touched."""
+
+    def __init__(self):
+        self.rows = {}
+        self.calls = []
+
+    def getValue(self, key):
+        self.calls.append(("get", key[0]))
+        return self.rows.get(key)
+
+    def updateValue(self, key, value):
+        self.calls.append(("update", key[0]))
+        self.rows[key] = value
+
+    def removeKey(self, key):
+        self.calls.append(("remove", key[0]))
+        del self.rows[key]
+
+
+def run_batches(operator, batches, store: DictMap, due=None) -> tuple[list, dict]:
+    """Each batch of steps (items, punctuation times) on a StageState of its own over `store`, as a shard
+    runs them; the outputs and the `due` index it saves, through msgpack as the shard's value."""
+    due, out = due or {}, []
+    for batch in batches:
+        stage = StageState({operator.name: operator}, {operator.name: store}, due)
+        for step in batch:
+            if isinstance(step, Item):
+                out += operator.process(step, stage.states[operator.name])
+            else:
+                stage.punctuate(step)
+        due = msgpack.unpackb(msgpack.packb(stage.save()), strict_map_key=False)
+    return [(o.tombstone, o.meta, o.data, o.arrival) for o in out], due
+
+
+def cut(steps, cuts) -> list:
+    bounds = [0, *sorted(c for c in cuts if c < len(steps)), len(steps)]
+    return [steps[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
 @settings(max_examples=100, deadline=None)
 @given(case=keyed_steps(), cuts=st.sets(st.integers(1, 60), max_size=6), which=st.sampled_from(range(len(OPERATORS))))
-def test_batches_over_the_shard_blob_give_the_outputs_of_one_in_memory_run(case, cuts, which):
+def test_batches_over_the_map_state_give_the_outputs_of_one_in_memory_run_and_leave_it_settled(case, cuts, which):
     steps, _ = case
     operator = OPERATORS[which][0]()
-    expected = run(operator, operator.new_state(), steps)
-    blob, horizon, out = msgpack.packb({}), -math.inf, []
-    bounds = [0, *sorted(c for c in cuts if c < len(steps)), len(steps)]
-    for start, end in zip(bounds, bounds[1:]):
-        stage = StageState({operator.name: operator}, msgpack.unpackb(blob, strict_map_key=False))
-        batch = steps[start:end]
-        out += run(operator, stage.states[operator.name], batch)
-        blob = msgpack.packb(stage.save())
-        horizon = max([horizon, *(step for step in batch if not isinstance(step, Item))])
+    in_memory = operator.new_state()
+    expected = [(o.tombstone, o.meta, o.data, o.arrival) for step in steps
+                for o in (operator.process(step, in_memory) if isinstance(step, Item)
+                          else operator.punctuate(step, in_memory))]
+    store = DictMap()
+    out, due = run_batches(operator, cut(steps, cuts), store)
     assert out == expected
+    # The steps end with punctuation infinity: whatever a punctuation can forget is forgotten.
+    assert due == {operator.name: {}}
+    for (key,), (blob,) in store.rows.items():
+        bucket = operator.load_bucket(msgpack.unpackb(blob))
+        bucket.collect(math.inf)
+        assert msgpack.packb(bucket.dump()) == blob
 
 
-def test_only_the_buckets_a_batch_changes_are_encoded_again():
-    operator = loop()
-    stored = {}
-    batches = [[item(1, 1), item(2, 2)], [item(4, 4)], [math.inf]]
-    blobs = []
-    for batch in batches:
-        stage = StageState({"sum": operator}, stored)
-        run(operator, stage.states["sum"], batch)
-        stage.save()
-        blobs.append(dict(stored["sum"]))
-    first, second, third = blobs
-    assert second[pack(2)] is first[pack(2)] and second[pack(1)] != first[pack(1)]
-    assert third == second  # a punctuation alone decodes and writes nothing
+def test_a_batch_reads_and_writes_the_keys_it_touches_and_those_due():
+    operator = StatefulLoop("sum", key=lambda v: v % 3, update=running_sum_update)
+    one, two = pack(1), pack(2)
+    store = DictMap()
+
+    def calls(batch, due):
+        store.calls.clear()
+        _, due = run_batches(operator, [batch], store, due)
+        return sorted(store.calls), due
+
+    assert calls([item(1, 1), item(2, 2), 1], None) == (
+        [("get", one), ("get", two), ("update", one), ("update", two)], {"sum": {two: 2}})
+    # Key 1 gets an item; key 2's latest step is due at punctuation 3, which forgets it.
+    done, due = calls([item(4, 4), 3], {"sum": {two: 2}})
+    assert done == [("get", one), ("get", two), ("update", one), ("update", two)] and due == {"sum": {one: 4}}
+    assert calls([3], due) == ([], due)  # nothing touched, nothing due
+    assert calls([math.inf], due) == ([("get", one), ("update", one)], {"sum": {}})
+    assert calls([math.inf], {"sum": {}}) == ([], {"sum": {}})
+
+
+def test_a_sweep_removes_the_buckets_it_empties():
+    grouping = WindowedGrouping("g", key=lambda v: v, window=1)
+    store = DictMap()
+    _, due = run_batches(grouping, [[item(1, "a"), item(5, "b"), 2]], store)
+    # A window-1 bucket keeps nothing once collected: "a" empties in the batch that brought it, and is never written.
+    assert set(store.rows) == {(pack("b"),)} and due == {"g": {pack("b"): 5}}
+    store.calls.clear()
+    _, due = run_batches(grouping, [[6]], store, due)
+    assert store.calls == [("get", pack("b")), ("remove", pack("b"))] and due == {"g": {}} and store.rows == {}
+
+
+def released_rows(rows) -> list:
+    return [(row[1], row[4], row[5], row[7]) for row in rows if row[0] == OUT]
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=barrier_steps(), cuts=st.sets(st.integers(1, 30), max_size=6), chunk=st.integers(1, 4))
+def test_a_stored_barrier_releases_batch_by_batch_as_one_in_memory(steps, cuts, chunk):
+    whole, expected = Barrier(), []
+    store, saved, released, counters = DictMap(), None, [], None
+    with mock.patch.object(held, "CHUNK", chunk):
+        for batch in cut(steps + [math.inf], cuts):
+            stored = held.StoredBarrier(store, saved)
+            for step in batch:
+                if not isinstance(step, tuple):
+                    expected += [(sink, pack_meta(i.meta), i.data, i.arrival) for sink, i in whole.punctuate(step)]
+                    released += released_rows(stored.release(0, step))
+                    continue
+                sink, ts, payload, tombstone = step
+                if ts > whole.horizon:
+                    for barrier in (whole, stored.barrier):
+                        barrier.push(sink, item(ts, payload))
+                        if tombstone:
+                            barrier.push(sink, item(ts, payload, tombstone=True))
+            saved = msgpack.unpackb(msgpack.packb(stored.save()), strict_map_key=False)
+            counters = saved[0]
+    assert released == expected
+    assert counters == [whole.horizon, whole.arrived, whole.tombstones, whole.released]
+    assert store.rows == {} and saved[1][1] == {}
+
+
+def test_a_release_reads_only_the_chunks_holding_what_it_releases():
+    store = DictMap()
+    stored = held.StoredBarrier(store, None)
+    for ts in (5, 1, 9, 7):
+        stored.barrier.push("out", item(ts, ts))
+    with mock.patch.object(held, "CHUNK", 2):
+        assert released_rows(stored.release(0, 0)) == []
+        saved = stored.save()  # chunks [1, 5] and [7, 9], written without reading
+        assert store.calls == [("update", 0), ("update", 1)]
+        assert saved[1] == [2, {0: [1, 2], 1: [7, 2]}]
+        store.calls.clear()
+        stored = held.StoredBarrier(store, saved)
+        stored.barrier.push("out", item(6, 6))
+        assert [meta for _, meta, _, _ in released_rows(stored.release(0, 5))] == [
+            pack_meta(item(1, 1).meta), pack_meta(item(5, 5).meta)]
+        saved = stored.save()
+    assert store.calls == [("get", 0), ("remove", 0), ("update", 2)]
+    assert saved[1] == [3, {1: [7, 2], 2: [6, 1]}] and stored.earliest() == 6

@@ -1,15 +1,19 @@
 """The keyed Spark operators: ingest, and stages of boundary operators, the last with the barrier.
 
-Each is a `StatefulProcessor` for `transformWithStateInPandas` that keeps one
-msgpack blob per grouping key (a source, or a shard) in a ValueState, and
-runs the core's operator objects on the rows of one micro-batch. Punctuation
+Each is a `StatefulProcessor` for `transformWithStateInPandas` that keeps a
+small msgpack value per grouping key (a source, or a shard) in a ValueState,
+keyed operators' buckets and held items in map states (read and written as
+far as a batch touches them), and runs the core's operator objects on the
+rows of one micro-batch. Punctuation
 rows travel with the data: every stage receives them on every shard, applies
 them after the batch's items, and shard 0 passes them on to every shard of
 the next stage; the last stage holds the barrier, which releases in the same
 micro-batch.
 
-Modules: `blob` (state and control rows), `ingest`, `keyed` (operators and
-barrier on a batch), `stage` (optimistic), `buffered` (the baseline).
+Modules: `blob` (the small value and control rows), `buckets` (keyed
+operators' state), `held` (barrier and buffers' held items), `ingest`,
+`keyed` (operators and barrier on a batch), `stage` (optimistic), `buffered`
+(the baseline).
 """
 from flamespark.engines.spark.processors.buffered import BufferedBarrierProcessor, BufferedStageProcessor
 from flamespark.engines.spark.processors.ingest import IngestProcessor

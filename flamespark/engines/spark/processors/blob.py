@@ -1,4 +1,4 @@
-"""What every keyed Spark operator of a FlameSpark query shares: one msgpack blob of state per group, control rows."""
+"""What every keyed Spark operator of a FlameSpark query shares: a small msgpack value per group, control rows."""
 import msgpack
 from pyspark.sql.streaming import StatefulProcessor
 

@@ -1,14 +1,8 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
 from flamespark.engines.spark.processors.blob import BlobProcessor
-from flamespark.engines.spark.processors.keyed import (
-    StageState,
-    apply_in_meta_order,
-    change_rows,
-    load_barrier,
-    push,
-    release,
-    split_rows,
-)
+from flamespark.engines.spark.processors.buckets import StageState, bucket_maps
+from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
+from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
     EVENT_TIME_SHIFT_MS,
@@ -45,6 +39,8 @@ class BufferedStageProcessor(BlobProcessor):
     maximum event time minus the delay) reaches them; a timer at the earliest
     buffered time fires then, and the released items go to the keyed operator
     in meta order. Punctuation rows only pass through, to the barrier.
+    Buffered entries `[target, ts, meta, payload, arrival]` wait in chunks
+    (`held.TimedRecords`), buckets in map states (`buckets`).
     """
 
     def __init__(self, topology, stage: int):
@@ -60,19 +56,18 @@ class BufferedStageProcessor(BlobProcessor):
             if isinstance(op, BufferSort)
         }
         self.keyed = {op.name: op for op in self.buffers.values()}
+        self.buckets = bucket_maps(handle, self.keyed)
+        self.chunks = chunk_map(handle, "buffered")
 
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"buffered": [], "buckets": {}, "timer": None})
+        state, buffered = self._load()
         batch = concat(rows)
         mine, passing = split_rows(batch, self.buffers)
         if len(passing):
             yield with_event_time(passing)
-        state["buffered"].extend(
-            [row.target, row.ts, row.meta, row.payload, row.arrival] for row in mine.itertuples(index=False)
-        )
-        self._arm(state)
-        self.save(state)
+        buffered.add([[row.target, row.ts, row.meta, row.payload, row.arrival] for row in mine.itertuples(index=False)])
+        self._save(state, buffered)
         punctuations = batch[batch["kind"] == PUNCT]
         if shard == 0 and len(punctuations):
             out = [control_row(PUNCT, row.target, s, row.ts, seq=row.seq) for row in punctuations.itertuples(index=False)
@@ -82,26 +77,36 @@ class BufferedStageProcessor(BlobProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         watermark = timerValues.getCurrentWatermarkInMs()
         final = watermark - EVENT_TIME_SHIFT_MS
-        state = self.load({"buffered": [], "buckets": {}, "timer": None})
+        state, buffered = self._load()
         state["timer"] = None
-        ready = [entry for entry in state["buffered"] if entry[1] <= final]
-        state["buffered"] = [entry for entry in state["buffered"] if entry[1] > final]
-        stage = StageState(self.keyed, state["buckets"])
+        taken = buffered.take(final)
+        ready = [entry for entry in taken if entry[1] <= final]
+        buffered.add([entry for entry in taken if entry[1] > final])
+        stage = StageState(self.keyed, self.buckets, state["due"])
         items = []
         for target, ts, meta, data, arrival in ready:
             row = _Row(meta, data, arrival)
             items.append((self.buffers[target], row_item(row), None))
         out = apply_in_meta_order(self.topology, items, stage)
         stage.punctuate(final)
-        state["buckets"] = stage.save()
-        self._arm(state)
-        self.save(state)
+        state["due"] = stage.save()
+        self._save(state, buffered)
         if out:
             yield with_event_time(frame(out), released_at=watermark)
 
-    def _arm(self, state):
-        """Keep one timer, at the earliest buffered event time."""
-        keep_one_timer(self.handle, state, min((entry[1] for entry in state["buffered"]), default=None))
+    def _load(self):
+        state = self.load({"buffered": None, "due": {}, "timer": None})
+        return state, TimedRecords(self.chunks, state["buffered"], _entry_time)
+
+    def _save(self, state, buffered):
+        """Keep one timer, at the earliest buffered event time, and save."""
+        keep_one_timer(self.handle, state, buffered.earliest())
+        state["buffered"] = buffered.index
+        self.save(state)
+
+
+def _entry_time(entry) -> int:
+    return entry[1]
 
 
 class _Row:
@@ -129,6 +134,7 @@ class BufferedBarrierProcessor(BlobProcessor):
     def init(self, handle):
         super().init(handle)
         self.handle = handle
+        self.held = chunk_map(handle, "held")
 
     def handleInputRows(self, key, rows, timerValues):
         state = self.load({"barrier": None, "timer": None})
@@ -136,23 +142,23 @@ class BufferedBarrierProcessor(BlobProcessor):
         passing = batch[batch["kind"].isin([LATE, METRIC])]
         if len(passing):
             yield passing[COLUMNS]
-        barrier = load_barrier(state)
+        stored = StoredBarrier(self.held, state["barrier"])
         changes = StepChanges() if self.changes else None
         for row in batch[batch["kind"] == ITEM].itertuples(index=False):
-            push(barrier, changes, self.topology.plan.sinks[row.target], row_item(row), None)
+            push(stored.barrier, changes, self.topology.plan.sinks[row.target], row_item(row), None)
         added = change_rows(key[0], changes)
         if added:
             yield frame(added)
-        yield from self._flush(key[0], state, barrier, timerValues)
+        yield from self._flush(key[0], state, stored, timerValues)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         state = self.load({"barrier": None, "timer": None})
         state["timer"] = None
-        yield from self._flush(key[0], state, load_barrier(state), timerValues)
+        yield from self._flush(key[0], state, StoredBarrier(self.held, state["barrier"]), timerValues)
 
-    def _flush(self, shard, state, barrier, timerValues):
-        out = release(shard, barrier, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
-        keep_one_timer(self.handle, state, barrier.earliest())
-        state["barrier"] = barrier.state.dump()
+    def _flush(self, shard, state, stored, timerValues):
+        out = stored.release(shard, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
+        state["barrier"] = stored.save()
+        keep_one_timer(self.handle, state, stored.earliest())
         self.save(state)
         yield frame(out)

@@ -2,15 +2,9 @@
 import math
 
 from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
-from flamespark.engines.spark.processors.keyed import (
-    StageState,
-    apply_in_meta_order,
-    change_rows,
-    load_barrier,
-    push,
-    release,
-    split_rows,
-)
+from flamespark.engines.spark.processors.buckets import StageState, bucket_maps
+from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
+from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
 from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
 from flamespark.runtime.changes import StepChanges
 
@@ -54,6 +48,10 @@ class StageProcessor(BlobProcessor):
     tombstones come from one key of one operator, or carry one meta, so they
     meet in one shard, and the barrier needs no shuffle of its own. With
     `changes`, it also emits the batch's changelog rows (one step a batch).
+
+    The shard's value holds only what is small (horizons, the keys due for a
+    sweep, the barrier's counters and index); buckets and held items are in
+    map states, read and written as far as the batch touches them.
     """
 
     def __init__(self, topology, stage: int, final: bool = False, changes: bool = False):
@@ -65,18 +63,21 @@ class StageProcessor(BlobProcessor):
     def init(self, handle):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
+        self.buckets = bucket_maps(handle, self.operators)
+        self.held = chunk_map(handle, "held") if self.final else None
 
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"horizons": {}, "buckets": {}, "barrier": None})
+        state = self.load({"horizons": {}, "due": {}, "barrier": None})
         horizons = Horizons(self.topology.partitions, state["horizons"])
         batch = concat(rows)
         targets = list(self.operators) + (list(self.topology.plan.sinks) if self.final else [])
         mine, passing = split_rows(batch, targets)
         if len(passing):
             yield passing[COLUMNS]
-        stage = StageState(self.operators, state["buckets"])
-        barrier = load_barrier(state) if self.final else None
+        stage = StageState(self.operators, self.buckets, state["due"])
+        stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
+        barrier = stored.barrier if self.final else None
         changes = StepChanges() if self.final and self.changes else None
         items = []
         for row in mine.itertuples(index=False):
@@ -88,11 +89,11 @@ class StageProcessor(BlobProcessor):
         out.extend(change_rows(shard, changes))
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         stage.punctuate(horizons.time)
-        state["buckets"] = stage.save()
+        state["due"] = stage.save()
         state["horizons"] = horizons.dump()
         if self.final:
-            out.extend(release(shard, barrier, horizons.time))
-            state["barrier"] = barrier.state.dump()
+            out.extend(stored.release(shard, horizons.time))
+            state["barrier"] = stored.save()
         elif shard == 0 and advanced:
             out.extend(punctuation_rows(advanced, self.topology.shard_keys))
         self.save(state)

@@ -1,0 +1,47 @@
+"""`flamespark bench-state`: whether a micro-batch's cost on Spark grows with the state held."""
+import json
+import sys
+from pathlib import Path
+
+from flamespark.cli.arguments import non_negative_int, positive_int
+
+
+def add_parser(commands):
+    parser = commands.add_parser(
+        "bench-state", help="batch time on Spark against state held: a running count over distinct keys",
+        description="A running count on Spark over N in-order events, each of a key of its own, a fixed number a "
+                    "micro-batch: the state grows by one key an event while every batch brings the same rows. "
+                    "Prints every batch's time (Spark's triggerExecution, and each stateful operator's update and "
+                    "commit time and state rows), and the median batch time of the first and last third and their "
+                    "ratio (goal <= 1.2).")
+    parser.add_argument("--events", type=positive_int, default=30_000, metavar="N",
+                        help="events, each of a distinct key (default: %(default)s)")
+    parser.add_argument("--state-bytes", type=non_negative_int, default=0, metavar="B",
+                        help="bytes of state each key holds besides its count (default: %(default)s)")
+    parser.add_argument("--batch-rows", type=positive_int, default=1000, metavar="R",
+                        help="rows a micro-batch (default: %(default)s)")
+    parser.add_argument("--spacing-ms", type=positive_int, default=10, metavar="MS",
+                        help="event-time distance between consecutive events (default: %(default)s)")
+    parser.add_argument("--reorder-latency", type=non_negative_int, default=1000, metavar="MS",
+                        help="reorder latency (default: %(default)s)")
+    parser.add_argument("--warmup-batches", type=non_negative_int, default=3, metavar="B",
+                        help="batches of a warm-up run before the measured one (default: %(default)s)")
+    parser.add_argument("--master", default="local[2]", help="Spark master URL (default: %(default)s)")
+    parser.add_argument("--shards", type=positive_int, default=2,
+                        help="shards = Spark shuffle partitions (default: %(default)s)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the report as JSON here")
+    parser.set_defaults(handler=command)
+
+
+def command(args) -> int:
+    from flamespark.io.atomic import write_atomic
+    from flamespark.tools.state_bench import state_bench, table
+
+    report = state_bench(args.events, args.state_bytes, batch_rows=args.batch_rows, spacing_ms=args.spacing_ms,
+                         reorder_latency=args.reorder_latency, warmup_batches=args.warmup_batches,
+                         master=args.master, shards=args.shards,
+                         say=lambda text: print(f"bench-state: {text}", file=sys.stderr, flush=True))
+    print(table(report), end="")
+    if args.out:
+        write_atomic(args.out, json.dumps(report, indent=2) + "\n")
+    return 0

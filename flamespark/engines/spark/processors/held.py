@@ -1,0 +1,98 @@
+"""What waits for a time in Spark's state store: the barrier's held items, the baseline's buffers.
+
+Records live in a MapState in chunks of at most CHUNK records sorted by
+event time; a small index of the chunks (their earliest time and size) lives
+in the shard's value. A batch writes its new records as new chunks without
+reading any, and reads only the chunks that hold a record at or before the
+time it releases, writing back what they keep. So its state I/O follows what
+it adds and releases, not what is held.
+"""
+import msgpack
+
+from barrier.barrier import Barrier, BarrierState
+from flamespark.engines.spark.processors.keyed import release
+
+CHUNK_KEY_SCHEMA = "chunk LONG"
+CHUNK_SCHEMA = "records BINARY"
+CHUNK = 512
+
+
+def chunk_map(handle, name: str):
+    return handle.getMapState(name, CHUNK_KEY_SCHEMA, CHUNK_SCHEMA)
+
+
+class TimedRecords:
+    """Msgpack-able records, each with an event time (`time_of`), in chunks of a MapState.
+
+    `index` is the msgpack-able index (a new one if None) that the caller
+    keeps: `[next chunk id, {chunk id: [earliest time, records]}]`.
+    """
+
+    def __init__(self, chunks, index, time_of):
+        self._chunks = chunks
+        self._time_of = time_of
+        self.index = index or [0, {}]
+
+    def __len__(self):
+        return sum(size for _, size in self.index[1].values())
+
+    def earliest(self):
+        """The earliest time held, or None."""
+        return min((earliest for earliest, _ in self.index[1].values()), default=None)
+
+    def take(self, time) -> list:
+        """Remove and return the records of every chunk holding one at or before `time` (later ones too)."""
+        taken = []
+        chunks = self.index[1]
+        for chunk in [chunk for chunk, (earliest, _) in chunks.items() if earliest <= time]:
+            taken.extend(msgpack.unpackb(self._chunks.getValue((chunk,))[0]))
+            self._chunks.removeKey((chunk,))
+            del chunks[chunk]
+        return taken
+
+    def add(self, records: list):
+        """Write `records` as new chunks."""
+        records = sorted(records, key=self._time_of)
+        for start in range(0, len(records), CHUNK):
+            part = records[start:start + CHUNK]
+            chunk = self.index[0]
+            self.index[0] += 1
+            self._chunks.updateValue((chunk,), (msgpack.packb(part),))
+            self.index[1][chunk] = [self._time_of(part[0]), len(part)]
+
+
+def _entry_time(entry) -> int:
+    """The event time of an entry of `BarrierState.dump()`'s held list: its meta's first field."""
+    return entry[1][0]
+
+
+class StoredBarrier:
+    """One shard's barrier for one batch: horizon and counters in the shard's value, held items in TimedRecords.
+
+    `barrier` takes the batch's pushes; `release` reads the held items it can
+    release and releases; `save` writes what stays held and returns the
+    value to keep, `[horizon and counters, index of the held chunks]`.
+    """
+
+    def __init__(self, chunks, saved):
+        counters, index = saved or (None, None)
+        self.held = TimedRecords(chunks, index, _entry_time)
+        self.barrier = Barrier(BarrierState.load([*counters, []]) if counters else None)
+
+    def earliest(self):
+        """The smallest event time held, or None."""
+        times = [time for time in (self.barrier.earliest(), self.held.earliest()) if time is not None]
+        return min(times, default=None)
+
+    def release(self, shard: int, time) -> list:
+        """Rows for what the barrier releases at `time`, and its metric row."""
+        if time > self.barrier.horizon:
+            self.barrier.state.hold(self.held.take(time))
+        return release(shard, self.barrier, time, stored=len(self.held))
+
+    def save(self) -> list:
+        state = self.barrier.state
+        horizon, arrived, tombstones, released, held = state.dump()
+        self.held.add(held)
+        state.held.clear()
+        return [[horizon, arrived, tombstones, released], self.held.index]

@@ -1,0 +1,119 @@
+"""On a real Spark session: a keyed stage's state store calls follow the keys of its rows, not the state held.
+
+The stage runs as usual, but its handle hands out map states that log each
+call (state, call, user key) to a file per worker process, one line per
+`handleInputRows`, with the keys of the items that call brought. A map
+state offers only the calls the stage should make: listing one fails the query.
+"""
+import json
+import os
+import time
+from functools import partial
+from pathlib import Path
+
+import flamespark as fs
+from flamespark.cli import main
+from flamespark.engines.spark import query
+from flamespark.engines.spark.processors import StageProcessor
+from flamespark.engines.spark.rows import ITEM, concat, row_item
+from flamespark.tools import state_bench
+from flamespark.tools.overhead.workload import count_graph
+
+EVENTS, PER_BATCH = 60, 10
+
+
+class LoggedMap:
+    """A map state's get, update and remove, each logged as `[state, call, user key hex]`."""
+
+    def __init__(self, state, name: str, log: list):
+        self._state, self._name, self._log = state, name, log
+
+    def getValue(self, key):
+        self._log.append([self._name, "get", key[0].hex() if isinstance(key[0], bytes) else key[0]])
+        return self._state.getValue(key)
+
+    def updateValue(self, key, value):
+        self._log.append([self._name, "update", key[0].hex() if isinstance(key[0], bytes) else key[0]])
+        self._state.updateValue(key, value)
+
+    def removeKey(self, key):
+        self._log.append([self._name, "remove", key[0].hex() if isinstance(key[0], bytes) else key[0]])
+        self._state.removeKey(key)
+
+
+class LoggedHandle:
+    def __init__(self, handle, log: list):
+        self._handle, self._log = handle, log
+
+    def getValueState(self, *args):
+        return self._handle.getValueState(*args)
+
+    def getMapState(self, name, *schemas):
+        return LoggedMap(self._handle.getMapState(name, *schemas), name, self._log)
+
+
+class LoggedStage(StageProcessor):
+    def __init__(self, topology, stage, final=False, log_dir=None):
+        super().__init__(topology, stage, final)
+        self.log_dir = log_dir
+
+    def init(self, handle):
+        self.log = []
+        super().init(LoggedHandle(handle, self.log))
+
+    def handleInputRows(self, key, rows, timerValues):
+        batch = concat(rows)
+        mine = batch[(batch["kind"] == ITEM) & batch["target"].isin(list(self.operators))]
+        keys = [self.operators[row.target].key_of(row_item(row)).hex() for row in mine.itertuples(index=False)]
+        self.log.clear()
+        started = time.time()
+        out = list(super().handleInputRows(key, iter([batch]), timerValues))
+        with open(Path(self.log_dir) / f"{os.getpid()}.jsonl", "a") as file:
+            file.write(json.dumps({"at": started, "shard": int(key[0]), "keys": keys, "calls": self.log}) + "\n")
+        yield from out
+
+
+def test_a_batch_reads_and_writes_only_the_keys_of_its_rows_and_those_left_due(spark, tmp_path, monkeypatch):
+    log_dir = tmp_path / "calls"
+    log_dir.mkdir()
+    monkeypatch.setattr(query, "StageProcessor", partial(LoggedStage, log_dir=str(log_dir)))
+    events = [(event["ts"], event) for event in state_bench.distinct_key_events(EVENTS, 10)]
+    result = fs.run(count_graph(), {"events": events}, engine="spark", spark=spark, shards=2,
+                    max_rows_per_batch=PER_BATCH, reorder_latency=0, late="fail", timeout=600)
+    assert sorted(out["key"] for out in result.outputs["counts"]) == sorted(e["key"] for _, e in events)
+    assert {out["count"] for out in result.outputs["counts"]} == {1}
+    calls = sorted((json.loads(line) for path in log_dir.iterdir() for line in path.read_text().splitlines()),
+                   key=lambda call: call["at"])
+    assert sum(len(call["keys"]) for call in calls) == EVENTS
+    read_before, due_reads = {}, 0
+    for call in calls:  # by start time: one micro-batch runs after another
+        bucket_calls = [(kind, key) for name, kind, key in call["calls"] if name == "buckets_0"]
+        read = {key for kind, key in bucket_calls if kind == "get"}
+        mine, before = set(call["keys"]), read_before.get(call["shard"], set())
+        # Reads: its own keys, and keys the shard's previous batch left holding a step later than its
+        # punctuation (with in-order events, the next punctuation reaches them).
+        assert read <= mine | before and mine <= read
+        assert len([kind for kind, _ in bucket_calls if kind == "get"]) == len(read)
+        assert {key for kind, key in bucket_calls if kind != "get"} <= read
+        due_reads += len(read - mine)
+        held_reads = [key for name, kind, key in call["calls"] if name == "held" and kind == "get"]
+        assert len(held_reads) <= 2
+        read_before[call["shard"]] = read
+    # With reorder latency 0, each batch's newest key stays due: a later batch collects it without its rows.
+    assert due_reads > 0
+
+
+def test_bench_state_reports_the_thirds_of_a_small_run(spark, tmp_path, capsys):
+    out = tmp_path / "state.json"
+    assert main(["bench-state", "--events", "40", "--state-bytes", "5", "--batch-rows", "10", "--warmup-batches", "1",
+                 "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["outputs"] == 40 and len(report["batches"]) >= 4
+    assert report["thirds"]["ratio"] == report["thirds"]["last_third_ms"] / report["thirds"]["first_third_ms"]
+    assert [len(batch["operators"]) for batch in report["batches"]] == [2] * len(report["batches"])
+    text = capsys.readouterr().out
+    assert "ratio last/first" in text and "40 events of distinct keys (5 more bytes" in text
+
+
+def test_thirds():
+    assert state_bench.thirds([9, 1, 2, 3, 4, 5, 6, 7, 8]) == {"first_third_ms": 2, "last_third_ms": 7, "ratio": 3.5}

@@ -53,8 +53,8 @@ class LoggedHandle:
 
 
 class LoggedStage(StageProcessor):
-    def __init__(self, topology, stage, final=False, log_dir=None):
-        super().__init__(topology, stage, final)
+    def __init__(self, topology, stage, log_dir=None, **options):
+        super().__init__(topology, stage, **options)
         self.log_dir = log_dir
 
     def init(self, handle):

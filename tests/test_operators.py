@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from flamespark.core.codec import pack, unpack
+from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
 from operators import BufferSort, DictState, FlatMapOperator, MapOperator, StatefulLoop, WindowedGrouping
 from operators.bucket import Bucket

@@ -193,12 +193,10 @@ class LocalRun:
             late_dropped=len(self.progress.dead_letters), late_adjusted=self.progress.counts()["late_adjusted"],
             peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
             rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
-            changes=None if self.changelog is None else self.changelog.summary(),
         )
         result = Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms)
         if self.changelog is not None:
-            result.changes = self.changelog.records
-            result.speculative_latencies_ms = self.changelog.speculative_latencies_ms()
+            self.changelog.fill(result)
         return result
 
 

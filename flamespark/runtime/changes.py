@@ -140,12 +140,12 @@ class Changelog:
         self.added += len(changes) - retracted
         self.retracted += retracted
 
-    def speculative_latencies_ms(self) -> list:
-        """The latency of every `+` left live, in no particular order."""
-        return [latency for latencies in self._live.values() for latency in latencies]
-
-    def summary(self) -> dict:
-        """`Result.metrics["changes"]`: the counts, and percentiles of the speculative latency."""
+    def fill(self, result):
+        """Hand the changelog to `result`: its records, the latency of every `+` left live (in no particular
+        order) and, in `metrics["changes"]`, the counts and percentiles of that speculative latency."""
+        latencies = [latency for held in self._live.values() for latency in held]
         share = self.retracted / self.added if self.added else 0.0
-        return {"added": self.added, "retracted": self.retracted, "retracted_share": share,
-                "speculative_latency_ms": percentiles(self.speculative_latencies_ms())}
+        result.changes = self.records
+        result.speculative_latencies_ms = latencies
+        result.metrics["changes"] = {"added": self.added, "retracted": self.retracted, "retracted_share": share,
+                                     "speculative_latency_ms": percentiles(latencies)}

@@ -160,9 +160,6 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Resu
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
     delays = release_delays(parts, progress, paced)
-    changelog = Changelog(sinks) if changes else None
-    for part in parts if changes else ():
-        changelog.extend(batch_changes(part), part["released_at"])
     metrics = run_metrics(
         events=sum(m["events"] for m in ingest),
         arrived=sum(m["arrived"] for m in barrier),
@@ -184,10 +181,11 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Resu
                 "histogram": {str(d): delays.count(d) for d in sorted(set(delays))},
             },
         },
-        changes=None if changelog is None else changelog.summary(),
     )
     result = Result(outputs, late, metrics, latencies)
-    if changelog is not None:
-        result.changes = changelog.records
-        result.speculative_latencies_ms = changelog.speculative_latencies_ms()
+    if changes:
+        changelog = Changelog(sinks)
+        for part in parts:
+            changelog.extend(batch_changes(part), part["released_at"])
+        changelog.fill(result)
     return result

@@ -103,9 +103,12 @@ class Barrier:
             return []
         state.horizon = time
         released = state.held.flush(time)
-        if any(item.tombstone for _, item in released):
-            released = _cancel(released)
-        released.sort(key=_meta_order)
+        for _, item in released:
+            if item.tombstone:
+                released = _cancel(released)
+                break
+        if len(released) > 1:
+            released.sort(key=_meta_order)
         state.released += len(released)
         return released
 

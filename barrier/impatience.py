@@ -58,7 +58,7 @@ class ImpatienceSorter:
     """
 
     __slots__ = ("_keys", "_vals", "_start", "_heads", "_tails", "_tail",
-                 "_topk", "_topv", "_floor", "_merge")
+                 "_topk", "_topv", "_floor", "_merge", "_size")
 
     def __init__(self, huffman=False):
         self._merge = _huffman_merge if huffman else _sort_merge
@@ -78,6 +78,7 @@ class ImpatienceSorter:
         self._topk = None  # _keys[-1]
         self._topv = None  # _vals[-1]
         self._floor = None  # every buffered key is > this (None: unknown)
+        self._size = 0
 
     def push(self, ts, value):
         """Buffer ``value`` under the sort key ``ts``."""
@@ -87,16 +88,19 @@ class ImpatienceSorter:
                 self._tail = ts
                 self._topk.append(ts)
                 self._topv.append(value)
+                self._size += 1
                 return
         except TypeError:
             if self._tail is not None:
                 raise
             self._new_top(ts, value)
+            self._size += 1
             return
         # The oldest run whose tail is <= ts, found among the older runs'
         # tails; speculating on the previous event's run did not pay.
         tails = self._tails
         r = bisect_right(tails, ts) - 1
+        self._size += 1
         if r >= 0:
             self._keys[r].append(ts)
             self._vals[r].append(value)
@@ -156,6 +160,7 @@ class ImpatienceSorter:
                 del v[:c]
                 c = 0
             start[i] = c
+        self._size -= len(vout)
         if dead:
             self._drop(dead)
         if len(sizes) < 2:
@@ -189,7 +194,7 @@ class ImpatienceSorter:
         return self._merge(kout, vout, sizes)
 
     def __len__(self):
-        return sum(map(len, self._keys)) - sum(self._start)
+        return self._size
 
     def __bool__(self):
         return bool(self._keys)

@@ -9,8 +9,8 @@ class KeyedOperator(BoundaryOperator):
     """Routes items to per-key buckets, which live in the `KeyedState` it is handed.
 
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
-    `window - 1`, which later windows may still need. The held buckets are
-    collected together, in a sweep, at a punctuation at which the state says one is due.
+    `window - 1`, which later windows may still need. Buckets are collected
+    at the punctuations at which the state says they are due.
     Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`) and
     implement `apply(bucket, item)`.
     """
@@ -52,13 +52,14 @@ class KeyedOperator(BoundaryOperator):
         raise NotImplementedError
 
     def apply(self, bucket, item) -> list:
-        """Add `item` to its key's `bucket`; returns the items that change makes."""
+        """Add `item` to its key's `bucket`; returns the items that change makes (a list the caller reads
+        and must not change: it may be the bucket's own)."""
         raise NotImplementedError
 
     def punctuate(self, time, state):
-        if state.sweep_due():
-            for key_data in state.held():
-                bucket = state.get(key_data)
+        for key_data in state.due(time):
+            bucket = state.get(key_data)
+            if bucket is not None:
                 self._collect(bucket, time)
                 self._store(state, key_data, bucket)
         return []

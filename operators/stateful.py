@@ -48,7 +48,10 @@ class StatefulLoop(KeyedOperator):
             raise
         except Exception as exc:
             raise self.failure("update", exc, item) from exc
-        new_state, results = self._checked(item, result)
+        if type(result) is tuple and len(result) == 2 and type(result[1]) is list:
+            new_state, results = result  # the common, well-formed case, checked without a call
+        else:
+            new_state, results = self._checked(item, result)
         meta = item.meta
         try:
             outputs = [Item(meta.child(index), payload, pack(payload), False, arrival)
@@ -62,8 +65,6 @@ class StatefulLoop(KeyedOperator):
 
     def _checked(self, item, result):
         """`(new_state, outputs)` from what `update` returned, or a UserFunctionError saying what is wrong."""
-        if type(result) is tuple and len(result) == 2 and type(result[1]) is list:
-            return result
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise UserFunctionError(
                 f"update function of stateful operator {self.name!r} must return (new_state, outputs), "

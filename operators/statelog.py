@@ -55,12 +55,15 @@ class StateLog:
     def latest(self):
         """The latest event time among its steps and waiting tombstones, or None: once a punctuation reaches
         it, `collect` leaves the log as it is until something new comes."""
+        if not self.pending:
+            return self.identities[-1][0].ts if self.identities else None
         times = [self.identities[-1][0].ts] if self.identities else []
         times += [meta.ts for meta, _ in self.pending]
-        return max(times, default=None)
+        return max(times)
 
     def add(self, item, run) -> list:
-        identity = item.identity
+        """Returns what the change makes; the list may be the log's own, which callers must not change."""
+        identity = (item.meta, item.data)
         if item.tombstone:
             return self._remove(identity, run)
         if self.pending and self._cancel_pending(identity):
@@ -70,7 +73,7 @@ class StateLog:
             step = run(item, steps[-1] if steps else self.base)
             identities.append(identity)
             steps.append(step)
-            return list(step.outputs)
+            return step.outputs
         position = bisect_left(identities, identity)
         if position < len(identities) and identities[position] == identity:
             steps[position].count += 1

@@ -6,6 +6,8 @@ operator its `KeyedState` on every call. The local engine keeps a
 `DictState` for the whole run; an engine with a state store implements
 `KeyedState` over it, for as long as one batch of one shard lasts.
 """
+import math
+from heapq import heappop, heappush
 
 
 class KeyedState:
@@ -27,31 +29,33 @@ class KeyedState:
     def delete(self, key: bytes):
         raise NotImplementedError
 
-    def held(self) -> list:
-        """The keys whose buckets are in memory: what a sweep collects."""
-        raise NotImplementedError
+    def due(self, time) -> list:
+        """Called at every punctuation `time`: the keys whose buckets to collect now.
 
-    def sweep_due(self) -> bool:
-        """Called once per punctuation: whether to collect every held bucket now.
-
-        A store that holds buckets for long sweeps them often enough to keep
-        what no punctuation can change from piling up, and seldom enough that
-        the cost per item stays constant."""
+        A store names every key whose bucket may hold something at or below
+        `time` often enough that what no punctuation can change does not pile
+        up, and seldom enough that the cost per item stays constant. A key
+        named may have no bucket any more."""
         raise NotImplementedError
 
 
 class DictState(KeyedState):
     """Every bucket in a dict, for the whole run.
 
-    A sweep visits every bucket, so it is due once as many buckets have been
-    put as there are, and at least `sweep_spacing`: the cost per item stays
-    constant, and a key seen once is collected soon after the punctuation
-    that can forget it.
+    Each key whose bucket holds something later than the latest punctuation
+    is queued, once, under the latest event time its bucket held when queued;
+    a punctuation reaching that time makes the key due. Keys are handed out once at least `sweep_spacing`
+    buckets were put since the last time, so a collection is worth its cost,
+    and only keys with something to forget are visited.
     """
 
     def __init__(self, sweep_spacing: int = 1024):
         self._buckets = {}
-        self._since_sweep = 0
+        self._queued = {}  # latest event time -> the keys queued under it
+        self._times = []  # heap of the times in `_queued`
+        self._is_queued = set()
+        self._horizon = -math.inf  # the latest punctuation: a bucket holding nothing later is settled
+        self._puts = 0
         self._sweep_spacing = sweep_spacing
 
     def get(self, key):
@@ -59,16 +63,29 @@ class DictState(KeyedState):
 
     def put(self, key, bucket):
         self._buckets[key] = bucket
-        self._since_sweep += 1
+        self._puts += 1
+        if key not in self._is_queued:
+            latest = bucket.latest
+            if latest is not None and latest > self._horizon:
+                self._is_queued.add(key)
+                keys = self._queued.get(latest)
+                if keys is None:
+                    self._queued[latest] = [key]
+                    heappush(self._times, latest)
+                else:
+                    keys.append(key)
 
     def delete(self, key):
         self._buckets.pop(key, None)
 
-    def held(self):
-        return list(self._buckets)
-
-    def sweep_due(self):
-        if self._since_sweep < max(len(self._buckets), self._sweep_spacing):
-            return False
-        self._since_sweep = -len(self._buckets)  # the sweep puts back every bucket: those puts do not count
-        return True
+    def due(self, time):
+        self._horizon = time
+        times = self._times
+        if self._puts < self._sweep_spacing or not times or times[0] > time:
+            return []
+        self._puts = 0
+        keys = []
+        while times and times[0] <= time:
+            keys += self._queued.pop(heappop(times))
+        self._is_queued.difference_update(keys)
+        return keys

@@ -24,7 +24,8 @@ class Meta(NamedTuple):
 
     def child(self, index: int) -> "Meta":
         """The meta of this item's `index`-th derivative."""
-        return Meta(self.ts, self.source, self.tiebreak, self.path + (index,))
+        ts, source, tiebreak, path = self
+        return _new_meta(Meta, (ts, source, tiebreak, path + (index,)))  # Meta(...) without its keyword handling
 
     def describe(self) -> str:
         return f"event ts={self.ts} of source {self.source!r}"
@@ -37,6 +38,9 @@ class Meta(NamedTuple):
     def load(cls, dumped) -> "Meta":
         ts, source, tiebreak, path = dumped
         return cls(ts, source, tiebreak, tuple(path))
+
+
+_new_meta = tuple.__new__
 
 
 def event_tiebreak(data: bytes) -> int:

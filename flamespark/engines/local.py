@@ -62,6 +62,8 @@ class LocalRun:
         self.punctuations = 0
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
+        self._punctuated = [(op.punctuate, self.states[name], self.deliver[name])
+                            for name, op in self.plan.operators.items() if op.boundary]
 
     def _boundary(self, target, send):
         """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
@@ -69,11 +71,11 @@ class LocalRun:
             sink, push = self.plan.sinks[target], self.barrier.push
             if self.step is None:
                 return lambda item: push(sink, item)
-            step = self.step
+            record = self.step.add
 
             def push_and_record(item):
                 push(sink, item)
-                step.add(sink, item, self.cause)
+                record((sink, item, self.cause))
 
             return push_and_record
         process, state = self.plan.operators[target].process, self.states[target]
@@ -95,7 +97,7 @@ class LocalRun:
             self.punctuate()  # every source has ended: +inf
             # Drop the operators' state here, by reference counting, rather than leave it to the full
             # collection that follows the block.
-            self.states = self.deliver = None
+            self.states = self.deliver = self._punctuated = None
         return self.result(clock.perf_counter() - started)
 
     def _run_unpaced(self, events):
@@ -136,28 +138,28 @@ class LocalRun:
 
     def apply(self, events):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply them in meta order."""
-        admit = self.progress.admit
+        admit, deliver, step = self.progress.admit, self.deliver, self.step
         items = []
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
             if item is not None:
-                items.append((source, item, self._cause(source, ts)))
+                items.append((source, item, None if step is None else self._cause(source, ts)))
         if len(items) > 1:
             items.sort(key=_identity)
         for source, item, cause in items:
             self.cause = cause
-            self.deliver[source](item)
-            self.take_changes()
+            deliver[source](item)
+            if step is not None:
+                self.take_changes()
         self.events += len(items)
 
     def _cause(self, source, ts):
-        """The event just admitted as a changelog names it; None when no changelog is kept."""
-        return None if self.step is None else Cause(source, ts, self.progress.received(source) - 1)
+        """The event just admitted, as a changelog names it."""
+        return Cause(source, ts, self.progress.received(source) - 1)
 
     def take_changes(self):
         """End the changelog's step: its changes join the changelog, stamped now."""
-        if self.step is not None:
-            self.changelog.extend(self.step.take(), clock.perf_counter())
+        self.changelog.extend(self.step.take(), clock.perf_counter())
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
@@ -168,13 +170,12 @@ class LocalRun:
         self.issued = time
         self.punctuations += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
-        for name, operator in self.plan.operators.items():
-            if operator.boundary:
-                send = self.deliver[name]
-                for item in operator.punctuate(time, self.states[name]):
-                    send(item)
+        for punctuate, state, send in self._punctuated:
+            for item in punctuate(time, state):
+                send(item)
         self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
-        self.take_changes()
+        if self.step is not None:
+            self.take_changes()
         now = clock.perf_counter()
         outputs, latencies = self.outputs, self.latencies_ms
         for sink, item in self.barrier.punctuate(time):
@@ -182,7 +183,9 @@ class LocalRun:
             latencies.append((now - item.arrival) * 1000.0)
 
     def note_buffered(self):
-        buffered = len(self.barrier) + sum(len(buffer) for buffer in self._buffers)
+        buffered = len(self.barrier)
+        if self._buffers:
+            buffered += sum(len(buffer) for buffer in self._buffers)
         if buffered > self.peak_buffered:
             self.peak_buffered = buffered
 

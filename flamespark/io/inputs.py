@@ -188,7 +188,18 @@ def source_events(source: str, given) -> Iterator[tuple[int, object]]:
     except TypeError:
         raise InputError(f"input {source!r}: expected a file, a directory or an iterable of (ts, payload) pairs, "
                          f"got {type(given).__name__}") from None
-    return (check_pair(event, f"input {source!r}, event #{position}") for position, event in enumerate(events))
+    return _checked_pairs(source, events)
+
+
+def _checked_pairs(source: str, events):
+    for position, event in enumerate(events):
+        try:
+            ts, payload = event
+        except (TypeError, ValueError):
+            ts = payload = None
+        if type(ts) is not int:  # what is not plainly right gets its error, naming the event, from check_pair
+            ts, payload = check_pair(event, f"input {source!r}, event #{position}")
+        yield ts, payload
 
 
 def _path_events(source: str, path: Path):

@@ -63,20 +63,20 @@ class StepChanges:
     >>> from flamespark.core.items import Item, Meta
     >>> meta = Meta(5, "s", 0, (0,))
     >>> step = StepChanges()
-    >>> step.add("out", Item(meta, None, b"\\x01", tombstone=True), Cause("s", 3, 7))
-    >>> step.add("out", Item(meta, None, b"\\x01"), Cause("s", 3, 7))
+    >>> step.add(("out", Item(meta, None, b"\\x01", tombstone=True), Cause("s", 3, 7)))
+    >>> step.add(("out", Item(meta, None, b"\\x01"), Cause("s", 3, 7)))
     >>> step.take()
     []
     """
 
     def __init__(self):
         self._reached = []
-
-    def add(self, sink: str, item, cause: Cause | None):
-        self._reached.append((sink, item, cause))
+        # add((sink, item, cause)): an item or tombstone reached `sink` while `cause` was being delivered.
+        self.add = self._reached.append  # bound once: it runs for every item reaching a sink
 
     def take(self) -> list[Change]:
-        reached, self._reached = self._reached, []
+        reached = self._reached.copy()
+        self._reached.clear()
         retracted = Counter(_identity(sink, item) for sink, item, _ in reached if item.tombstone)
         if not retracted:
             return [_change(Change, (sink, ADD, item, None)) for sink, item, _ in reached]
@@ -120,7 +120,7 @@ class Changelog:
         records, live = self.records, self._live
         retracted = 0
         for sink, op, item, cause in changes:
-            identity = _identity(sink, item)
+            identity = (sink, item.meta.ts, item.data)  # _identity, inlined: this runs for every record
             held = live.get(identity)
             if op == ADD:
                 latency = (emitted_at - item.arrival) * 1000.0

@@ -115,6 +115,7 @@ class SourceProgress:
         self.dead_letters = []
         self._sources = {source: _Source() for source in sources}
         self._minter = EventMinter(partition, partitions)
+        self._time = self._lowest()
 
     def admit(self, source: str, ts: int, payload, arrival: float) -> Item | None:
         """The event as an item with its meta, or None if it is late and dropped."""
@@ -139,14 +140,19 @@ class SourceProgress:
 
     def advance(self) -> dict:
         """Raise every source's punctuation to what it now supports; returns `{source: time}` of those that rose."""
-        before = {source: state.punctuation for source, state in self._sources.items()}
+        risen = {}
         for source, state in self._sources.items():
-            state.punctuation = max(state.punctuation, self._supported(source, state))
+            supported = self._supported(source, state)
+            if supported > state.punctuation:
+                state.punctuation = risen[source] = supported
         if self.idle_ms is not None:
+            before = {source: state.punctuation for source, state in self._sources.items()}
             self._pass_idle(self.clock_ms())
-        self._minter.forget(self.time())
-        return {source: state.punctuation for source, state in self._sources.items()
-                if state.punctuation > before[source]}
+            risen.update((source, state.punctuation) for source, state in self._sources.items()
+                         if state.punctuation > before[source])
+        self._time = self._lowest()
+        self._minter.forget(self._time)
+        return risen
 
     def punctuation(self, source: str):
         """The source's punctuation as of the last `advance`."""
@@ -154,7 +160,7 @@ class SourceProgress:
 
     def time(self):
         """The global punctuation: the minimum over sources, as of the last `advance`."""
-        return min((state.punctuation for state in self._sources.values()), default=math.inf)
+        return self._time
 
     def counts(self, source: str | None = None) -> dict:
         """Admitted, dropped and adjusted events of `source`, or of all sources (cumulative over snapshots)."""
@@ -173,6 +179,10 @@ class SourceProgress:
             if source in self._sources:
                 self._sources[source] = _Source(**known)
         self._minter.load(snapshot["seen"])
+        self._time = self._lowest()
+
+    def _lowest(self):
+        return min((state.punctuation for state in self._sources.values()), default=math.inf)
 
     def _heard(self, source: str) -> _Source:
         state = self._sources[source]

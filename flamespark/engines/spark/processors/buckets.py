@@ -62,13 +62,10 @@ class StoreBuckets(KeyedState):
         self._held[key] = None
         self._read.setdefault(key, _UNREAD)
 
-    def held(self):
+    def due(self, time):
         keys = [key for key, bucket in self._held.items() if bucket is not None]
-        keys += [key for key, time in self._due.items() if time <= self.horizon and key not in self._held]
+        keys += [key for key, latest in self._due.items() if latest <= time and key not in self._held]
         return keys
-
-    def sweep_due(self):
-        return True
 
     def save(self):
         """Write back the buckets whose encoding changed, remove the emptied ones; update `due`."""

@@ -36,7 +36,7 @@ def push(barrier: Barrier, changes: StepChanges | None, sink: str, item, cause):
     """Hand a sink's item or tombstone to the barrier, and to the changelog's step if one is kept."""
     barrier.push(sink, item)
     if changes is not None:
-        changes.add(sink, item, cause)
+        changes.add((sink, item, cause))
 
 
 def change_rows(shard: int, changes: StepChanges | None) -> list:

@@ -1,9 +1,11 @@
-"""The examples in the operators' docstrings, `flamespark.run`'s and the changelog's, run and print what they show."""
+"""The examples in the operators' docstrings, `flamespark.run`'s, the changelog's and the batch timing's, run and
+print what they show."""
 import doctest
 
 import pytest
 
 import flamespark.api
+import flamespark.engines.spark.batch_time
 import flamespark.graph
 import flamespark.runtime.changes
 
@@ -31,6 +33,12 @@ def test_the_run_example_runs():
 def test_the_changelog_example_runs():
     (example,) = [test for test in doctest.DocTestFinder().find(flamespark.runtime.changes) if test.examples]
     assert example.name == "flamespark.runtime.changes.StepChanges"
+    assert_runs(example)
+
+
+def test_the_batch_time_example_runs():
+    (example,) = [test for test in doctest.DocTestFinder().find(flamespark.engines.spark.batch_time) if test.examples]
+    assert example.name == "flamespark.engines.spark.batch_time.batch_time"
     assert_runs(example)
 
 

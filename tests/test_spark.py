@@ -259,7 +259,7 @@ def test_metrics_have_the_same_keys_on_both_engines(readings):
     for key in ("events", "released", "late_dropped", "late_adjusted"):
         assert spark[key] == local[key], key
     assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {"name", "batches", "batch_duration_ms",
-                                                                   "release_delay_batches"}
+                                                                   "batch_time", "release_delay_batches"}
     assert spark["engine"]["batch_duration_ms"]["p50"] > 0
     assert local["engine"] == {"name": "local", "punctuations": local["latency_ms"]["batches"]}
 
@@ -427,8 +427,8 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
 
 
 def without_durations(engine_metrics: dict) -> dict:
-    """Engine metrics but the micro-batch durations, which only count the batches of the latest run."""
-    return {key: value for key, value in engine_metrics.items() if key != "batch_duration_ms"}
+    """Engine metrics but the micro-batch durations and timings, which only count the batches of the latest run."""
+    return {key: value for key, value in engine_metrics.items() if key not in ("batch_duration_ms", "batch_time")}
 
 
 def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):

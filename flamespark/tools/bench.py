@@ -272,6 +272,7 @@ def markdown(report: dict) -> str:
     lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.", ""]
     lines += _three_latencies(report)
     lines += _release_delays(report)
+    lines += _batch_time(report)
     if "sweep" in report:
         lines += [
             "## Disorder sweep",
@@ -360,6 +361,29 @@ def _release_delays(report: dict) -> list:
     for mode, histogram in histograms.items():
         counts = {int(delay): count for delay, count in histogram.items()}
         lines.append(f"| {mode} | " + " | ".join(_number(counts.get(delay)) for delay in delays) + " |")
+    return lines + [""]
+
+
+def _batch_time(report: dict) -> list:
+    """Where a Spark micro-batch's time goes: driver phases, and each stage's task time on rows and commits."""
+    timings = {mode: report[mode]["engine"].get("batch_time") for mode in MODES}
+    if not all(timings.values()):
+        return []
+    lines = [
+        "Where a micro-batch's time goes (Spark's progress reports; medians over the batches after the first, in ms;",
+        "a stage's time is summed over its tasks, which run in parallel):",
+        "",
+        "| mode | stage | on rows | committing state | rows updated |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for mode, timing in timings.items():
+        for stage in timing["stages"]:
+            lines.append(f"| {mode} | {stage['stage']} | {_number(stage['rows_ms'], 0)} | "
+                         f"{_number(stage['commit_ms'], 0)} | {_number(stage['rows_updated'], 0)} |")
+    lines.append("")
+    for mode, timing in timings.items():
+        phases = ", ".join(f"{phase} {_number(ms, 0)}" for phase, ms in timing["driver_ms"].items())
+        lines.append(f"- {mode}, driver: {phases}.")
     return lines + [""]
 
 

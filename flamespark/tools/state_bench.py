@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 
 from flamespark.api import run
+from flamespark.engines.spark.batch_time import stateful_operators
 from flamespark.engines.spark.session import spark_session
 from flamespark.graph import Graph
 from flamespark.io.jsonl import write_jsonl
@@ -61,7 +62,7 @@ def _batches(progress: list) -> list:
         "rows": report.get("numInputRows", 0),
         "ms": report.get("durationMs", {}).get("triggerExecution", 0),
         "operators": [[state.get("allUpdatesTimeMs", 0), state.get("commitTimeMs", 0), state.get("numRowsTotal", 0)]
-                      for state in reversed(report.get("stateOperators", []))],
+                      for state in stateful_operators(report)],
     } for report in progress if "durationMs" in report]
 
 

@@ -8,6 +8,7 @@ import msgpack
 
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
+from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.rows import CHANGE, LATE, METRIC, OUT, unpack_cause
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
@@ -140,9 +141,9 @@ def batch_changes(part) -> list:
     return changes
 
 
-def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Result:
+def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_names=()) -> Result:
     """The run's Result from its batch files; metrics["engine"] has the micro-batches, their durations (of this
-    run's batches) and the release delays.
+    run's batches), where their time went (`batch_time`, per stage in `stage_names`) and the release delays.
 
     With `changes`, it has the changelog too, each change stamped with when its batch ended.
     """
@@ -175,6 +176,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False) -> Resu
             "name": "spark",
             "batches": len(parts),
             "batch_duration_ms": percentiles(batch_durations_ms(progress)),
+            "batch_time": batch_time(progress, list(stage_names)),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,
                 "max": max(delays, default=None),

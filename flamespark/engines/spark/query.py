@@ -228,7 +228,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
-                        changes=options.changes)
+                        changes=options.changes, stage_names=topology.stage_names())
     finally:
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -69,3 +69,15 @@ class Topology:
                 shard = self.shard_keys[shard_of(self.keyed_behind(target).key_of(reached), self.shards)]
             rows.append(item_row(ITEM, target, shard, reached, cause))
         return rows
+
+    def stage_names(self) -> list:
+        """What each stateful operator of the query runs, from the sources on (the buffered baseline ingests
+        each source in an operator of its own, and releases in one after the last stage)."""
+        def named(stage, *extra):
+            return f"{stage}: " + ", ".join([*self.boundary_operators(stage), *extra])
+
+        if self.mode == "buffered":
+            stages = [named(stage) for stage in range(1, self.stages + 1)]
+            return ["0: ingest"] * len(self.sources) + stages + [f"{self.stages + 1}: barrier"]
+        last = max(self.stages, 1)
+        return ["0: ingest"] + [named(stage, *(["barrier"] if stage == last else [])) for stage in range(1, last + 1)]

@@ -8,6 +8,8 @@ import time
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from flamespark.engines.spark.batch_time import stateful_operators
+
 BATCH_PHASES = ("triggerExecution", "addBatch", "queryPlanning")
 
 
@@ -80,8 +82,7 @@ def time_split(progress: list, operator_names: list) -> dict:
     for index, name in enumerate(operator_names):
         totals = {"name": name, "update_ms": 0, "commit_ms": 0, "state_rows": 0}
         for report in progress:
-            # Spark lists stateful operators from the sink back to the source.
-            state = list(reversed(report.get("stateOperators", [])))
+            state = stateful_operators(report)
             if index < len(state):
                 totals["update_ms"] += state[index].get("allUpdatesTimeMs", 0)
                 totals["commit_ms"] += state[index].get("commitTimeMs", 0)
@@ -93,7 +94,7 @@ def time_split(progress: list, operator_names: list) -> dict:
         "rows": report.get("numInputRows"),
         "ms": {phase: report.get("durationMs", {}).get(phase, 0) for phase in BATCH_PHASES},
         "operators": [[state.get("allUpdatesTimeMs", 0), state.get("commitTimeMs", 0)]
-                      for state in reversed(report.get("stateOperators", []))],
+                      for state in stateful_operators(report)],
     } for report in progress]
     return {
         "micro_batches": len(progress),

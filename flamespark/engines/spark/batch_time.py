@@ -1,0 +1,53 @@
+"""Where a Spark run's micro-batch time goes, from Spark's own progress reports.
+
+A report's `durationMs` splits a micro-batch on the driver: `addBatch` runs
+the batch's tasks, `queryPlanning` plans it, `walCommit` and
+`commitOffsets` record its offsets. Each stateful operator (one per stage
+of ours) reports its tasks' time on rows (`allUpdatesTimeMs`: our Python
+code with its state-store calls) and on committing its state store
+(`commitTimeMs`), each summed over the stage's tasks, which run in parallel.
+"""
+import statistics
+
+DRIVER_PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
+def stateful_operators(report: dict) -> list:
+    """A progress report's stateful operators, from the sources' end of the query on (Spark lists them from the
+    sink back)."""
+    return list(reversed(report.get("stateOperators", [])))
+
+
+def batch_time(progress: list, stage_names: list) -> dict:
+    """Medians over a run's micro-batches (ms): each driver phase, and each stage's time on rows and commits.
+
+    The first micro-batch, which also plans the query and starts its Python
+    workers, is left out when there are others. If Spark reports another
+    number of stateful operators than `stage_names`, they are numbered instead.
+
+    >>> report = {"durationMs": {"triggerExecution": 900, "addBatch": 800},
+    ...           "stateOperators": [{"allUpdatesTimeMs": 300, "commitTimeMs": 40, "numRowsUpdated": 7},
+    ...                              {"allUpdatesTimeMs": 100, "commitTimeMs": 20, "numRowsUpdated": 3}]}
+    >>> timing = batch_time([report], ["ingest", "stage 1"])
+    >>> timing["driver_ms"]["addBatch"], timing["stages"][0]
+    (800, {'stage': 'ingest', 'rows_ms': 100, 'commit_ms': 20, 'rows_updated': 3})
+    """
+    reports = [report for report in progress if "durationMs" in report]
+    if len(reports) > 1:
+        reports = reports[1:]
+    driver = {phase: _median([report["durationMs"].get(phase, 0) for report in reports]) for phase in DRIVER_PHASES}
+    operators = [stateful_operators(report) for report in reports]
+    found = max(map(len, operators), default=0)
+    names = stage_names if len(stage_names) == found else [f"stateful operator {index + 1}" for index in range(found)]
+
+    def median_of(index, metric):
+        return _median([stage[index].get(metric, 0) for stage in operators if index < len(stage)])
+
+    stages = [{"stage": name, "rows_ms": median_of(index, "allUpdatesTimeMs"),
+               "commit_ms": median_of(index, "commitTimeMs"), "rows_updated": median_of(index, "numRowsUpdated")}
+              for index, name in enumerate(names)]
+    return {"batches": len(reports), "driver_ms": driver, "stages": stages}
+
+
+def _median(values: list):
+    return statistics.median(values) if values else None

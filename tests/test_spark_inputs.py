@@ -80,6 +80,13 @@ def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settin
 
     with pytest.raises(fs.InputError, match=r"belongs to a run with a different reorder_latency"):
         fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY + 1, **options)
+    claim = tmp_path / "ck" / "engine.json"
+    written = claim.read_text()
+    older = {key: value for key, value in json.loads(written).items() if key != "state_layout"}
+    claim.write_text(json.dumps(older))  # as a checkpoint from before the keyed state's layout was recorded
+    with pytest.raises(fs.InputError, match=r"belongs to a run with a different state_layout"):
+        fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
+    claim.write_text(written)
     resumed = fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
     assert resumed.outputs == expected.outputs
     assert resumed.metrics["engine"]["batches"] == result.metrics["engine"]["batches"]

@@ -87,7 +87,7 @@ def test_a_batch_reads_and_writes_only_the_keys_of_its_rows_and_those_left_due(s
     assert sum(len(call["keys"]) for call in calls) == EVENTS
     read_before, due_reads = {}, 0
     for call in calls:  # by start time: one micro-batch runs after another
-        bucket_calls = [(kind, key) for name, kind, key in call["calls"] if name == "buckets_0"]
+        bucket_calls = [(kind, key) for name, kind, key in call["calls"] if name == "buckets"]
         read = {key for kind, key in bucket_calls if kind == "get"}
         mine, before = set(call["keys"]), read_before.get(call["shard"], set())
         # Reads: its own keys, and keys the shard's previous batch left holding a step later than its

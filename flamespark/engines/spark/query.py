@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from flamespark.core import errors
 from flamespark.engines.spark.collector import BatchCollector, assemble
 from flamespark.engines.spark.processors import (
+    STATE_LAYOUT,
     BufferedBarrierProcessor,
     BufferedStageProcessor,
     IngestProcessor,
@@ -206,7 +207,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
             "idle_timeout": idle_timeout, "shards": shards, "ingest_partitions": partitions,
-            "inputs": _fingerprint(prepared), "changes": options.changes,
+            "inputs": _fingerprint(prepared), "changes": options.changes, "state_layout": STATE_LAYOUT,
         }, started=(workdir / "checkpoint").exists())
         streams, expected = source_streams(spark, prepared, topology, rate, max_rows_per_batch)
         stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes)

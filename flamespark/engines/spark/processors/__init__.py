@@ -15,8 +15,9 @@ operators' state), `held` (barrier and buffers' held items), `ingest`,
 `keyed` (operators and barrier on a batch), `stage` (optimistic), `buffered`
 (the baseline).
 """
+from flamespark.engines.spark.processors.buckets import LAYOUT as STATE_LAYOUT
 from flamespark.engines.spark.processors.buffered import BufferedBarrierProcessor, BufferedStageProcessor
 from flamespark.engines.spark.processors.ingest import IngestProcessor
 from flamespark.engines.spark.processors.stage import StageProcessor
 
-__all__ = ["BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "StageProcessor"]
+__all__ = ["STATE_LAYOUT", "BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "StageProcessor"]

@@ -1,10 +1,12 @@
-"""Keyed operators' buckets in Spark's state store: one MapState per operator, one msgpack blob per key.
+"""Keyed operators' buckets in Spark's state store: one MapState per stage, one entry per key.
 
-A batch reads the buckets of the keys its items reach and writes back those
-whose encoding changed, each one state store call, so its state I/O follows
-the keys it touches, not the state held. One MapState entry per key beats
-small key groups: a batch's keys are spread over the key space, so a group
-would cost the same calls and read and write its neighbours too.
+A key's entry holds the buckets of every operator of the stage that has one
+for that key (operators keyed alike, as two counts per word, share it), so
+a batch reads and writes each key it touches once, whichever of the stage's
+operators touch it: its state I/O follows the keys it touches, not the state
+held. One entry per key beats small key groups: a batch's keys are spread
+over the key space, so a group would cost the same calls and read and write
+its neighbours too.
 """
 import math
 
@@ -13,54 +15,79 @@ import msgpack
 from operators.store import KeyedState
 
 BUCKET_KEY_SCHEMA = "key BINARY"
-BUCKET_SCHEMA = "bucket BINARY"
+BUCKET_SCHEMA = "buckets BINARY"
+# The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
+LAYOUT = "one map entry per key and stage"
 
-_UNREAD = object()  # a key put or deleted without being read first: written whatever it held
+
+def bucket_map(handle):
+    """The stage's MapState of keyed buckets."""
+    return handle.getMapState("buckets", BUCKET_KEY_SCHEMA, BUCKET_SCHEMA)
 
 
-def bucket_maps(handle, operators) -> dict:
-    """Each keyed operator's MapState, named by its place among `operators` (the graph fixes their order)."""
-    return {
-        name: handle.getMapState(f"buckets_{index}", BUCKET_KEY_SCHEMA, BUCKET_SCHEMA)
-        for index, name in enumerate(operators)
-    }
+class _Entries:
+    """The entries of the keys a batch touches, each read once: `{operator index: bucket dump}` per key."""
+
+    def __init__(self, store):
+        self._store = store
+        self._entries = {}
+        self._read = {}  # key -> its blob as read, None if absent
+
+    def of(self, key) -> dict:
+        entry = self._entries.get(key)
+        if entry is None:
+            row = self._store.getValue((key,))
+            blob = self._read[key] = None if row is None else row[0]
+            entry = self._entries[key] = {} if blob is None else msgpack.unpackb(blob, strict_map_key=False)
+        return entry
+
+    def save(self):
+        """Write back the entries whose encoding changed, remove those left empty."""
+        for key, entry in self._entries.items():
+            read = self._read[key]
+            if not entry:
+                if read is not None:
+                    self._store.removeKey((key,))
+                continue
+            blob = msgpack.packb(entry)
+            if blob != read:
+                self._store.updateValue((key,), (blob,))
+        self._entries.clear()
+        self._read.clear()
 
 
 class StoreBuckets(KeyedState):
-    """One keyed operator's buckets on one shard for one batch, over its MapState.
+    """One keyed operator's buckets on one shard for one batch, in the stage's entries under `index`.
 
-    A bucket is read when first asked for and written back at `save` if its
-    encoding changed. A sweep (at every punctuation) collects the buckets the
-    batch read, and the keys of `due` whose time the punctuation reached:
-    `due` maps each key a punctuation left holding something later than
-    itself to the latest event time it holds. So what no punctuation can
-    change is forgotten without reading every key each batch. `horizon` is
-    the punctuation of the batch, which `StageState.punctuate` sets.
+    A bucket is decoded when first asked for and put back into its entry at
+    `save`. A sweep (at every punctuation) collects the buckets the batch
+    read, and the keys of `due` whose time the punctuation reached: `due`
+    maps each key a punctuation left holding something later than itself
+    to the latest event time it holds. So what no punctuation can change is
+    forgotten without reading every key each batch. `horizon` is the
+    punctuation of the batch, which `StageState.punctuate` sets.
     """
 
-    def __init__(self, buckets, load, due: dict):
-        self._buckets = buckets
+    def __init__(self, entries: _Entries, index: int, load, due: dict):
+        self._entries = entries
+        self._index = index
         self._load = load
         self._due = due
         self._held = {}  # key -> bucket, or None where there is none
-        self._read = {}  # key -> its blob as read (None: absent), or _UNREAD
         self.horizon = -math.inf
 
     def get(self, key):
         if key in self._held:
             return self._held[key]
-        row = self._buckets.getValue((key,))
-        blob = self._read[key] = None if row is None else row[0]
-        bucket = self._held[key] = None if blob is None else self._load(msgpack.unpackb(blob))
+        dumped = self._entries.of(key).get(self._index)
+        bucket = self._held[key] = None if dumped is None else self._load(dumped)
         return bucket
 
     def put(self, key, bucket):
         self._held[key] = bucket
-        self._read.setdefault(key, _UNREAD)
 
     def delete(self, key):
         self._held[key] = None
-        self._read.setdefault(key, _UNREAD)
 
     def due(self, time):
         keys = [key for key, bucket in self._held.items() if bucket is not None]
@@ -68,40 +95,37 @@ class StoreBuckets(KeyedState):
         return keys
 
     def save(self):
-        """Write back the buckets whose encoding changed, remove the emptied ones; update `due`."""
+        """Put the buckets back into their entries (or take the emptied ones out); update `due`."""
         for key, bucket in self._held.items():
-            read = self._read[key]
+            entry = self._entries.of(key)
             if bucket is None:
-                if read is not None:
-                    self._buckets.removeKey((key,))
+                entry.pop(self._index, None)
                 self._due.pop(key, None)
                 continue
-            blob = msgpack.packb(bucket.dump())
-            if blob != read:
-                self._buckets.updateValue((key,), (blob,))
+            entry[self._index] = bucket.dump()
             latest = bucket.latest
             if latest is not None and latest > self.horizon:
                 self._due[key] = latest
             else:
                 self._due.pop(key, None)
         self._held.clear()
-        self._read.clear()
 
 
 class StageState:
-    """The states of one stage's keyed operators on one shard for one batch.
+    """The states of one stage's keyed operators on one shard for one batch, over the stage's MapState
+    (`bucket_map`).
 
-    `maps` holds each operator's MapState (`bucket_maps`); `due` each one's
-    keys due for a sweep (see StoreBuckets), which the shard keeps in its
-    small state: `save` returns it.
+    `due` holds each operator's keys due for a sweep (see StoreBuckets),
+    which the shard keeps in its small state: `save` returns it.
     """
 
-    def __init__(self, operators: dict, maps: dict, due: dict):
+    def __init__(self, operators: dict, store, due: dict):
         self.operators = operators
         self.due = due
+        self._entries = _Entries(store)
         self.states = {
-            name: StoreBuckets(maps[name], operator.load_bucket, due.setdefault(name, {}))
-            for name, operator in operators.items()
+            name: StoreBuckets(self._entries, index, operator.load_bucket, due.setdefault(name, {}))
+            for index, (name, operator) in enumerate(operators.items())
         }
 
     def punctuate(self, time):
@@ -112,4 +136,5 @@ class StageState:
     def save(self) -> dict:
         for state in self.states.values():
             state.save()
+        self._entries.save()
         return self.due

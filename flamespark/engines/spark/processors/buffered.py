@@ -1,6 +1,6 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
 from flamespark.engines.spark.processors.blob import BlobProcessor
-from flamespark.engines.spark.processors.buckets import StageState, bucket_maps
+from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
 from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
 from flamespark.engines.spark.rows import (
@@ -56,7 +56,7 @@ class BufferedStageProcessor(BlobProcessor):
             if isinstance(op, BufferSort)
         }
         self.keyed = {op.name: op for op in self.buffers.values()}
-        self.buckets = bucket_maps(handle, self.keyed)
+        self.buckets = bucket_map(handle)
         self.chunks = chunk_map(handle, "buffered")
 
     def handleInputRows(self, key, rows, timerValues):

@@ -2,7 +2,7 @@
 import math
 
 from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
-from flamespark.engines.spark.processors.buckets import StageState, bucket_maps
+from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
 from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
 from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
@@ -63,7 +63,7 @@ class StageProcessor(BlobProcessor):
     def init(self, handle):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
-        self.buckets = bucket_maps(handle, self.operators)
+        self.buckets = bucket_map(handle)
         self.held = chunk_map(handle, "held") if self.final else None
 
     def handleInputRows(self, key, rows, timerValues):

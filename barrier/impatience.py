@@ -82,18 +82,16 @@ class ImpatienceSorter:
 
     def push(self, ts, value):
         """Buffer ``value`` under the sort key ``ts``."""
-        try:
-            if ts >= self._tail:
-                # In order, the common case: the top run takes it.
-                self._tail = ts
-                self._topk.append(ts)
-                self._topv.append(value)
-                self._size += 1
-                return
-        except TypeError:
-            if self._tail is not None:
-                raise
+        tail = self._tail
+        if tail is None:
             self._new_top(ts, value)
+            self._size += 1
+            return
+        if ts >= tail:
+            # In order, the common case: the top run takes it.
+            self._tail = ts
+            self._topk.append(ts)
+            self._topv.append(value)
             self._size += 1
             return
         # The oldest run whose tail is <= ts, found among the older runs'

@@ -173,7 +173,8 @@ class LocalRun:
         for punctuate, state, send in self._punctuated:
             for item in punctuate(time, state):
                 send(item)
-        self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
+        if self._buffers:
+            self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
         if self.step is not None:
             self.take_changes()
         now = clock.perf_counter()

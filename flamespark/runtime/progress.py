@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError, LateEventError
 from flamespark.core.items import Item, Meta, encode, event_tiebreak
 
@@ -35,7 +36,10 @@ class EventMinter:
         self._partitions = partitions
 
     def mint(self, source: str, ts: int, payload, arrival: float) -> Item:
-        data = encode(payload, source, Meta(ts, source, 0, ()))
+        try:
+            data = pack(payload)
+        except (TypeError, ValueError, OverflowError):
+            data = encode(payload, source, Meta(ts, source, 0, ()))  # raises the PayloadError naming the event
         tiebreak = event_tiebreak(data)
         identity = (ts, source, tiebreak)
         duplicate = self._seen.get(identity, 0)

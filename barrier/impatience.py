@@ -58,7 +58,7 @@ class ImpatienceSorter:
     """
 
     __slots__ = ("_keys", "_vals", "_start", "_heads", "_tails", "_tail",
-                 "_topk", "_topv", "_floor", "_merge", "_size")
+                 "_topk", "_topv", "_floor", "_merge")
 
     def __init__(self, huffman=False):
         self._merge = _huffman_merge if huffman else _sort_merge
@@ -78,27 +78,25 @@ class ImpatienceSorter:
         self._topk = None  # _keys[-1]
         self._topv = None  # _vals[-1]
         self._floor = None  # every buffered key is > this (None: unknown)
-        self._size = 0
 
     def push(self, ts, value):
         """Buffer ``value`` under the sort key ``ts``."""
-        tail = self._tail
-        if tail is None:
+        try:
+            if ts >= self._tail:
+                # In order, the common case: the top run takes it.
+                self._tail = ts
+                self._topk.append(ts)
+                self._topv.append(value)
+                return
+        except TypeError:
+            if self._tail is not None:
+                raise
             self._new_top(ts, value)
-            self._size += 1
-            return
-        if ts >= tail:
-            # In order, the common case: the top run takes it.
-            self._tail = ts
-            self._topk.append(ts)
-            self._topv.append(value)
-            self._size += 1
             return
         # The oldest run whose tail is <= ts, found among the older runs'
         # tails; speculating on the previous event's run did not pay.
         tails = self._tails
         r = bisect_right(tails, ts) - 1
-        self._size += 1
         if r >= 0:
             self._keys[r].append(ts)
             self._vals[r].append(value)
@@ -158,7 +156,6 @@ class ImpatienceSorter:
                 del v[:c]
                 c = 0
             start[i] = c
-        self._size -= len(vout)
         if dead:
             self._drop(dead)
         if len(sizes) < 2:
@@ -192,7 +189,7 @@ class ImpatienceSorter:
         return self._merge(kout, vout, sizes)
 
     def __len__(self):
-        return self._size
+        return sum(map(len, self._keys)) - sum(self._start)
 
     def __bool__(self):
         return bool(self._keys)

@@ -30,6 +30,64 @@ class Step:
         self.arrival = arrival
         self.outputs = outputs
 
+    def dump(self) -> list:
+        """The step as msgpack-able lists; `StoredStep` takes them back."""
+        item = self.item
+        return [item.meta.dump(), item.data, item.arrival, self.count, self.base, self.state_data, self.arrival,
+                [output.data for output in self.outputs]]
+
+
+_ITEM, _STATE, _OUTPUTS = Step.item, Step.state, Step.outputs  # the slots behind StoredStep's properties
+
+
+class StoredStep(Step):
+    """A step as `dump()` left it, with its item, state and outputs decoded when first read.
+
+    A batch that appends to a key's log, or forgets from it, decodes none of
+    the steps before; `dump()` hands back what was stored.
+    """
+
+    __slots__ = ("meta", "dumped")
+
+    def __init__(self, meta: Meta, dumped: list):
+        self.meta = meta
+        self.dumped = dumped
+        self.count, self.base, self.state_data, self.arrival = dumped[3:7]
+
+    @property
+    def item(self):
+        try:
+            return _ITEM.__get__(self)
+        except AttributeError:
+            _, data, arrival = self.dumped[:3]
+            item = Item(self.meta, unpack(data), data, False, arrival)
+            _ITEM.__set__(self, item)
+            return item
+
+    @property
+    def state(self):
+        try:
+            return _STATE.__get__(self)
+        except AttributeError:
+            state = unpack(self.state_data)
+            _STATE.__set__(self, state)
+            return state
+
+    @property
+    def outputs(self):
+        try:
+            return _OUTPUTS.__get__(self)
+        except AttributeError:
+            meta, arrival = self.meta, self.arrival
+            outputs = [Item(meta.child(index), unpack(data), data, False, arrival)
+                       for index, data in enumerate(self.dumped[7])]
+            _OUTPUTS.__set__(self, outputs)
+            return outputs
+
+    def dump(self) -> list:
+        dumped = self.dumped
+        return dumped if dumped[3] == self.count else [*dumped[:3], self.count, *dumped[4:]]
+
 
 class StateLog:
     """A key's steps in meta order, and the tombstones that came before their items.
@@ -144,11 +202,7 @@ class StateLog:
 
     def dump(self) -> list:
         """The log as msgpack-able lists, for engines that keep it in a state store."""
-        steps = [
-            [step.item.meta.dump(), step.item.data, step.item.arrival, step.count, step.base, step.state_data,
-             step.arrival, [output.data for output in step.outputs]]
-            for step in self.steps
-        ]
+        steps = [step.dump() for step in self.steps]
         pending = [[meta.dump(), data, count] for (meta, data), count in self.pending.items()]
         base = None if self.base is None else [self.base.state_data, self.base.arrival]
         return [base, steps, pending]
@@ -161,14 +215,10 @@ class StateLog:
         if base is not None:
             state_data, arrival = base
             log.base = Step(None, None, unpack(state_data), state_data, arrival, ())
-        for meta, data, item_arrival, count, base, state_data, arrival, outputs in steps:
-            meta = Meta.load(meta)
-            item = Item(meta, unpack(data), data, False, item_arrival)
-            made = [Item(meta.child(index), unpack(out), out, False, arrival) for index, out in enumerate(outputs)]
-            step = Step(item, base, unpack(state_data), state_data, arrival, made)
-            step.count = count
-            log.identities.append(item.identity)
-            log.steps.append(step)
+        for dumped in steps:
+            meta = Meta.load(dumped[0])
+            log.identities.append((meta, dumped[1]))
+            log.steps.append(StoredStep(meta, dumped))
         log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
         return log
 

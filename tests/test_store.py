@@ -121,6 +121,16 @@ def test_a_state_saved_and_restored_around_every_call_gives_the_same_outputs(cas
     assert run(operator, DictState(), steps) == in_memory
 
 
+def test_a_stored_step_keeps_its_count_of_identical_items():
+    operator = StatefulLoop("sum", key=lambda v: 0, update=running_sum_update)
+    state = EncodedState(operator.load_bucket)
+    first = item(1, 5)
+    run(operator, state, [first, item(2, 1)])
+    assert run(operator, state, [first]) == []  # an identical copy: the stored step counts it
+    assert run(operator, state, [tombstone_of(first)]) == []  # one copy is left: nothing changes downstream
+    assert len(run(operator, state, [tombstone_of(first)])) == 3  # the last one goes: a total retracted, one remade
+
+
 def test_a_punctuation_deletes_the_buckets_it_empties():
     grouping = WindowedGrouping("g", key=lambda v: v, window=1)
     state = DictState(sweep_spacing=1)

@@ -37,7 +37,28 @@ class Step:
                 [output.data for output in self.outputs]]
 
 
-_ITEM, _STATE, _OUTPUTS = Step.item, Step.state, Step.outputs  # the slots behind StoredStep's properties
+def _decoded(slot, decode):
+    """A property that reads the base class's `slot`, filled with `decode(step)` when first read."""
+
+    def read(step):
+        try:
+            return slot.__get__(step)
+        except AttributeError:
+            value = decode(step)
+            slot.__set__(step, value)
+            return value
+
+    return property(read)
+
+
+def _stored_item(step) -> Item:
+    _, data, arrival = step.dumped[:3]
+    return Item(step.meta, unpack(data), data, False, arrival)
+
+
+def _stored_outputs(step) -> list:
+    meta, arrival = step.meta, step.arrival
+    return [Item(meta.child(index), unpack(data), data, False, arrival) for index, data in enumerate(step.dumped[7])]
 
 
 class StoredStep(Step):
@@ -49,40 +70,14 @@ class StoredStep(Step):
 
     __slots__ = ("meta", "dumped")
 
+    item = _decoded(Step.item, _stored_item)
+    state = _decoded(Step.state, lambda step: unpack(step.state_data))
+    outputs = _decoded(Step.outputs, _stored_outputs)
+
     def __init__(self, meta: Meta, dumped: list):
         self.meta = meta
         self.dumped = dumped
         self.count, self.base, self.state_data, self.arrival = dumped[3:7]
-
-    @property
-    def item(self):
-        try:
-            return _ITEM.__get__(self)
-        except AttributeError:
-            _, data, arrival = self.dumped[:3]
-            item = Item(self.meta, unpack(data), data, False, arrival)
-            _ITEM.__set__(self, item)
-            return item
-
-    @property
-    def state(self):
-        try:
-            return _STATE.__get__(self)
-        except AttributeError:
-            state = unpack(self.state_data)
-            _STATE.__set__(self, state)
-            return state
-
-    @property
-    def outputs(self):
-        try:
-            return _OUTPUTS.__get__(self)
-        except AttributeError:
-            meta, arrival = self.meta, self.arrival
-            outputs = [Item(meta.child(index), unpack(data), data, False, arrival)
-                       for index, data in enumerate(self.dumped[7])]
-            _OUTPUTS.__set__(self, outputs)
-            return outputs
 
     def dump(self) -> list:
         dumped = self.dumped

@@ -44,9 +44,10 @@ class DictState(KeyedState):
 
     Each key whose bucket holds something later than the latest punctuation
     is queued, once, under the latest event time its bucket held when queued;
-    a punctuation reaching that time makes the key due. Keys are handed out once at least `sweep_spacing`
-    buckets were put since the last time, so a collection is worth its cost,
-    and only keys with something to forget are visited.
+    a punctuation reaching that time makes the key due. Keys are handed out
+    once at least `sweep_spacing` buckets were put since the last time, so a
+    collection is worth its cost, and only keys with something to forget are
+    visited.
     """
 
     def __init__(self, sweep_spacing: int = 1024):

@@ -15,9 +15,9 @@ from flamespark.core.items import Item  # noqa: E402
 from flamespark.engines.spark.processors import held  # noqa: E402
 from flamespark.engines.spark.processors.buckets import StageState  # noqa: E402
 from flamespark.engines.spark.rows import OUT, pack_meta  # noqa: E402
-from operators import StatefulLoop, WindowedGrouping  # noqa: E402
+from operators import DictState, StatefulLoop, WindowedGrouping  # noqa: E402
 from tests.graphs import running_sum_update  # noqa: E402
-from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps  # noqa: E402
+from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombstone_of  # noqa: E402
 
 
 class DictMap:
@@ -40,19 +40,19 @@ class DictMap:
         del self.rows[key]
 
 
-def run_batches(operator, batches, store: DictMap, due=None) -> tuple[list, dict]:
-    """Each batch of steps (items, punctuation times) on a StageState of its own over `store`, as a shard
-    runs them; the outputs and the `due` index it saves, through msgpack as the shard's value."""
-    due, out = due or {}, []
+def run_batches(operator, batches, store: DictMap) -> list:
+    """Each batch of steps (items, punctuation times) on a StageState of its own over `store`, as a shard runs
+    them; the outputs."""
+    out = []
     for batch in batches:
-        stage = StageState({operator.name: operator}, store, due)
+        stage = StageState({operator.name: operator}, store)
         for step in batch:
             if isinstance(step, Item):
                 out += operator.process(step, stage.states[operator.name])
             else:
                 stage.punctuate(step)
-        due = msgpack.unpackb(msgpack.packb(stage.save()), strict_map_key=False)
-    return [(o.tombstone, o.meta, o.data, o.arrival) for o in out], due
+        stage.save()
+    return [(o.tombstone, o.meta, o.data, o.arrival) for o in out]
 
 
 def cut(steps, cuts) -> list:
@@ -62,43 +62,47 @@ def cut(steps, cuts) -> list:
 
 @settings(max_examples=100, deadline=None)
 @given(case=keyed_steps(), cuts=st.sets(st.integers(1, 60), max_size=6), which=st.sampled_from(range(len(OPERATORS))))
-def test_batches_over_the_map_state_give_the_outputs_of_one_in_memory_run_and_leave_it_settled(case, cuts, which):
+def test_batches_over_the_map_state_give_the_outputs_of_one_in_memory_run_and_hold_the_same_buckets(
+        case, cuts, which):
     steps, _ = case
     operator = OPERATORS[which][0]()
-    in_memory = operator.new_state()
+    in_memory = DictState(sweep_spacing=1)  # which collects every bucket a punctuation can forget from
     expected = [(o.tombstone, o.meta, o.data, o.arrival) for step in steps
                 for o in (operator.process(step, in_memory) if isinstance(step, Item)
                           else operator.punctuate(step, in_memory))]
     store = DictMap()
-    out, due = run_batches(operator, cut(steps, cuts), store)
-    assert out == expected
-    # The steps end with punctuation infinity: whatever a punctuation can forget is forgotten.
-    assert due == {operator.name: {}}
+    assert run_batches(operator, cut(steps, cuts), store) == expected
+    # A stored bucket may still hold what a punctuation could forget (until a batch touches its key again):
+    # collected, it is the in-memory run's bucket, or empty where that run deleted it.
     for (key,), (blob,) in store.rows.items():
         (dumped,) = msgpack.unpackb(blob, strict_map_key=False).values()
-        bucket = operator.load_bucket(dumped)
-        bucket.collect(math.inf)
-        assert bucket.dump() == dumped
+        stored, kept = operator.load_bucket(dumped), in_memory.get(key)
+        stored.collect(math.inf)
+        if kept is None:
+            assert stored.empty
+        else:
+            kept.collect(math.inf)
+            assert stored.dump() == kept.dump()
 
 
-def test_a_batch_reads_and_writes_the_keys_it_touches_and_those_due():
+def test_a_batch_reads_and_writes_only_the_keys_it_touches():
     operator = StatefulLoop("sum", key=lambda v: v % 3, update=running_sum_update)
     one, two = pack(1), pack(2)
     store = DictMap()
 
-    def calls(batch, due):
+    def calls(batch):
         store.calls.clear()
-        _, due = run_batches(operator, [batch], store, due)
-        return sorted(store.calls), due
+        run_batches(operator, [batch], store)
+        return sorted(store.calls)
 
-    assert calls([item(1, 1), item(2, 2), 1], None) == (
-        [("get", one), ("get", two), ("update", one), ("update", two)], {"sum": {two: 2}})
-    # Key 1 gets an item; key 2's latest step is due at punctuation 3, which forgets it.
-    done, due = calls([item(4, 4), 3], {"sum": {two: 2}})
-    assert done == [("get", one), ("get", two), ("update", one), ("update", two)] and due == {"sum": {one: 4}}
-    assert calls([3], due) == ([], due)  # nothing touched, nothing due
-    assert calls([math.inf], due) == ([("get", one), ("update", one)], {"sum": {}})
-    assert calls([math.inf], {"sum": {}}) == ([], {"sum": {}})
+    assert calls([item(1, 1), item(2, 2), 1]) == [("get", one), ("get", two), ("update", one), ("update", two)]
+    # Key 2's step at 2 is not forgotten until a batch touches key 2 again.
+    assert calls([item(4, 4), 3]) == [("get", one), ("update", one)]
+    assert calls([math.inf]) == []
+    assert calls([item(5, 8), 5]) == [("get", two), ("update", two)]
+    (blob,) = store.rows[(two,)]
+    (dumped,) = msgpack.unpackb(blob, strict_map_key=False).values()
+    assert [step[0][0] for step in dumped[1]] == []  # its steps at 2 and 5 are both forgotten, the total kept
 
 
 def test_operators_keyed_alike_in_one_stage_read_and_write_each_key_once():
@@ -106,32 +110,34 @@ def test_operators_keyed_alike_in_one_stage_read_and_write_each_key_once():
     total = StatefulLoop("total", key=lambda v: v % 3, update=running_sum_update)
     operators = {"g": grouping, "total": total}
     store = DictMap()
-    stage = StageState(operators, store, {})
+    stage = StageState(operators, store)
     for operator in (grouping, total):
         operator.process(item(1, 1), stage.states[operator.name])
         operator.process(item(2, 4), stage.states[operator.name])
-    due = stage.save()
+    stage.save()
     assert store.calls == [("get", pack(1)), ("update", pack(1))]
     entry = msgpack.unpackb(store.rows[(pack(1),)][0], strict_map_key=False)
     assert sorted(entry) == [0, 1]  # each operator's bucket, under its place in the stage
     # A window-1 grouping forgets its bucket once a punctuation passes it; the running total keeps its state.
     store.calls.clear()
-    stage = StageState(operators, store, due)
-    stage.punctuate(5)
+    stage = StageState(operators, store)
+    for operator in (grouping, total):
+        operator.process(item(7, 7), stage.states[operator.name])
+    stage.punctuate(8)
     stage.save()
     assert store.calls == [("get", pack(1)), ("update", pack(1))]
     assert sorted(msgpack.unpackb(store.rows[(pack(1),)][0], strict_map_key=False)) == [1]
 
 
-def test_a_sweep_removes_the_buckets_it_empties():
+def test_a_punctuation_removes_the_buckets_it_empties():
     grouping = WindowedGrouping("g", key=lambda v: v, window=1)
     store = DictMap()
-    _, due = run_batches(grouping, [[item(1, "a"), item(5, "b"), 2]], store)
+    run_batches(grouping, [[item(1, "a"), item(5, "b"), 2]], store)
     # A window-1 bucket keeps nothing once collected: "a" empties in the batch that brought it, and is never written.
-    assert set(store.rows) == {(pack("b"),)} and due == {"g": {pack("b"): 5}}
+    assert set(store.rows) == {(pack("b"),)}
     store.calls.clear()
-    _, due = run_batches(grouping, [[6]], store, due)
-    assert store.calls == [("get", pack("b")), ("remove", pack("b"))] and due == {"g": {}} and store.rows == {}
+    run_batches(grouping, [[tombstone_of(item(5, "b")), 6]], store)
+    assert store.calls == [("get", pack("b")), ("remove", pack("b"))] and store.rows == {}
 
 
 def released_rows(rows) -> list:

@@ -82,20 +82,20 @@ class BufferedStageProcessor(BlobProcessor):
         taken = buffered.take(final)
         ready = [entry for entry in taken if entry[1] <= final]
         buffered.add([entry for entry in taken if entry[1] > final])
-        stage = StageState(self.keyed, self.buckets, state["due"])
+        stage = StageState(self.keyed, self.buckets)
         items = []
         for target, ts, meta, data, arrival in ready:
             row = _Row(meta, data, arrival)
             items.append((self.buffers[target], row_item(row), None))
         out = apply_in_meta_order(self.topology, items, stage)
         stage.punctuate(final)
-        state["due"] = stage.save()
+        stage.save()
         self._save(state, buffered)
         if out:
             yield with_event_time(frame(out), released_at=watermark)
 
     def _load(self):
-        state = self.load({"buffered": None, "due": {}, "timer": None})
+        state = self.load({"buffered": None, "timer": None})
         return state, TimedRecords(self.chunks, state["buffered"], _entry_time)
 
     def _save(self, state, buffered):

@@ -49,9 +49,9 @@ class StageProcessor(BlobProcessor):
     meet in one shard, and the barrier needs no shuffle of its own. With
     `changes`, it also emits the batch's changelog rows (one step a batch).
 
-    The shard's value holds only what is small (horizons, the keys due for a
-    sweep, the barrier's counters and index); buckets and held items are in
-    map states, read and written as far as the batch touches them.
+    The shard's value holds only what is small (horizons, the barrier's
+    counters and index); buckets and held items are in map states, read and
+    written as far as the batch touches them.
     """
 
     def __init__(self, topology, stage: int, final: bool = False, changes: bool = False):
@@ -68,14 +68,14 @@ class StageProcessor(BlobProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"horizons": {}, "due": {}, "barrier": None})
+        state = self.load({"horizons": {}, "barrier": None})
         horizons = Horizons(self.topology.partitions, state["horizons"])
         batch = concat(rows)
         targets = list(self.operators) + (list(self.topology.plan.sinks) if self.final else [])
         mine, passing = split_rows(batch, targets)
         if len(passing):
             yield passing[COLUMNS]
-        stage = StageState(self.operators, self.buckets, state["due"])
+        stage = StageState(self.operators, self.buckets)
         stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
         barrier = stored.barrier if self.final else None
         changes = StepChanges() if self.final and self.changes else None
@@ -89,7 +89,7 @@ class StageProcessor(BlobProcessor):
         out.extend(change_rows(shard, changes))
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         stage.punctuate(horizons.time)
-        state["due"] = stage.save()
+        stage.save()
         state["horizons"] = horizons.dump()
         if self.final:
             out.extend(stored.release(shard, horizons.time))

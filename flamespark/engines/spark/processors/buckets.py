@@ -60,9 +60,8 @@ class StoreBuckets(KeyedState):
     A bucket is decoded when first asked for and put back into its entry at
     `save`. A punctuation collects the buckets the batch touched: what no
     punctuation can change is forgotten when a batch next touches its key,
-    so a batch reads no key its rows do not reach. (Collecting keys that no
-    row reaches would cost a read and a write each: in the inverted index,
-    about a fifth of a batch's reads.)
+    so a batch reads no key its rows do not reach (collecting one would cost
+    a read and a write).
     """
 
     def __init__(self, entries: _Entries, index: int, load):

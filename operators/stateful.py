@@ -1,7 +1,7 @@
 """The stateful operator: `update(state, payload) -> (new_state, outputs)` per key, in meta order (paper §V-C)."""
 from flamespark.core.codec import pack
 from flamespark.core.errors import FlameSparkError, UserFunctionError
-from flamespark.core.items import Item, encode
+from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.keyed import KeyedOperator
 from operators.statelog import NO_STATE, StateLog, Step
 
@@ -33,9 +33,9 @@ class StatefulLoop(KeyedOperator):
         return StateLog.load(dumped)
 
     def apply(self, log, item):
-        return log.add(item, self._run)
+        return log.add(item, self._combine)
 
-    def _run(self, item, previous) -> Step:
+    def _combine(self, item, previous) -> Step:
         """The combine map: `update` on `item` after step `previous` (None for a key's first item)."""
         if previous is None:
             state, base, arrival = None, NO_STATE, item.arrival
@@ -53,9 +53,10 @@ class StatefulLoop(KeyedOperator):
         else:
             new_state, results = self._checked(item, result)
         meta = item.meta
+        ts, source, tiebreak, path = meta
         try:
-            outputs = [Item(meta.child(index), payload, pack(payload), False, arrival)
-                       for index, payload in enumerate(results)]
+            outputs = [Item(new_meta(Meta, (ts, source, tiebreak, path + (index,))), payload, pack(payload), False,
+                            arrival) for index, payload in enumerate(results)]
             state_data = pack(new_state)
         except (TypeError, ValueError, OverflowError):
             for index, payload in enumerate((*results, new_state)):

@@ -1,33 +1,63 @@
-"""Full collections wait while a run holds its items; the thresholds come back after, even on an error."""
+"""Automatic collections pause while a run holds its items, and come back after, even on an error."""
 import gc
+import weakref
 
 import pytest
 
 import flamespark as fs
-from flamespark.runtime.heap import full_collections_deferred
+from flamespark.runtime.heap import collections_paused
+from flamespark.runtime.plan import build_plan
 
 
-def test_full_collections_wait_for_the_block_and_the_thresholds_come_back():
-    before = gc.get_threshold()
-    with full_collections_deferred():
-        young, middle, full = gc.get_threshold()
-        assert (young, middle) == before[:2] and full >= 2**31 - 1
-    assert gc.get_threshold() == before
+def test_collections_pause_for_the_block_and_come_back():
+    assert gc.isenabled()
+    with collections_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
 
 
-def test_the_thresholds_come_back_when_the_block_raises():
-    before = gc.get_threshold()
+def test_collections_come_back_when_the_block_raises():
     with pytest.raises(ZeroDivisionError):
-        with full_collections_deferred():
+        with collections_paused():
             1 / 0
-    assert gc.get_threshold() == before
+    assert gc.isenabled()
 
 
-def test_a_local_run_runs_with_full_collections_deferred():
+def test_a_cycle_made_in_the_block_is_collected_at_its_end():
+    class Node:
+        pass
+
+    with collections_paused():
+        node = Node()
+        node.itself = node
+        before = len([o for o in gc.get_objects() if type(o) is Node])
+        del node
+    assert before == 1 and not [o for o in gc.get_objects() if type(o) is Node]
+
+
+def test_a_local_run_runs_with_collections_paused():
     seen = []
     graph = fs.Graph("g")
-    graph.source("s").map(lambda v: seen.append(gc.get_threshold()[2]) or v).sink("out")
-    before = gc.get_threshold()
+    graph.source("s").map(lambda v: seen.append(gc.isenabled()) or v).sink("out")
     assert fs.run(graph, {"s": [(1, 1), (2, 2)]}).outputs == {"out": [1, 2]}
-    assert seen and all(full >= 2**31 - 1 for full in seen)
-    assert gc.get_threshold() == before
+    assert seen == [False, False] and gc.isenabled()
+
+
+def test_the_wired_functions_free_what_they_hold_without_a_collection():
+    graph = fs.Graph("g")
+    values = graph.source("s").stateful(key=lambda v: v % 3, update=lambda total, v: (v, [v]))
+    values.map(lambda v: v + 1).sink("out")
+    values.sink("raw")
+
+    class State:
+        pass
+
+    state = State()
+    held = weakref.ref(state)
+    gc.disable()
+    try:
+        wired = build_plan(graph).wire(lambda target, send, state=state: lambda item: send and send(item))
+        del state, wired
+        assert held() is None  # freed by reference counting: no cycle among the wiring's closures
+    finally:
+        gc.enable()

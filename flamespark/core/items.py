@@ -25,7 +25,7 @@ class Meta(NamedTuple):
     def child(self, index: int) -> "Meta":
         """The meta of this item's `index`-th derivative."""
         ts, source, tiebreak, path = self
-        return _new_meta(Meta, (ts, source, tiebreak, path + (index,)))  # Meta(...) without its keyword handling
+        return new_meta(Meta, (ts, source, tiebreak, path + (index,)))
 
     def describe(self) -> str:
         return f"event ts={self.ts} of source {self.source!r}"
@@ -40,7 +40,7 @@ class Meta(NamedTuple):
         return cls(ts, source, tiebreak, tuple(path))
 
 
-_new_meta = tuple.__new__
+new_meta = tuple.__new__  # `new_meta(Meta, fields)`: Meta(*fields) without the named tuple's keyword handling
 
 
 def event_tiebreak(data: bytes) -> int:

@@ -7,7 +7,7 @@ from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
 from flamespark.result import Result
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
-from flamespark.runtime.heap import full_collections_deferred
+from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
@@ -89,14 +89,13 @@ class LocalRun:
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
         started = clock.perf_counter()
-        with full_collections_deferred():
+        with collections_paused():
             if self.rate is None:
                 self._run_unpaced(interleave(inputs))
             else:
                 self._run_paced(interleave(inputs), started)
             self.punctuate()  # every source has ended: +inf
-            # Drop the operators' state here, by reference counting, rather than leave it to the full
-            # collection that follows the block.
+            # Drop the operators' state here, by reference counting, before the block's collection.
             self.states = self.deliver = self._punctuated = None
         return self.result(clock.perf_counter() - started)
 

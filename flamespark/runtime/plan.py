@@ -24,7 +24,7 @@ class PhysicalPlan:
     apart from operator names) are served by the barrier, and map to the sink's name.
     """
 
-    operators: dict = field(default_factory=dict)
+    operators: dict = field(default_factory=dict)  # in topological order
     downstream: dict = field(default_factory=dict)
     sinks: dict = field(default_factory=dict)
 
@@ -44,31 +44,23 @@ class PhysicalPlan:
         reaching `target`, a sink (`send` is None) or a boundary operator
         (keyed or buffer), whose outputs go on to `send`.
         """
-        entries = {}
+        entries = {sink: at_boundary(sink, None) for sink in self.sinks}
+        for name in reversed(self.operators):  # topological order reversed: an operator's targets come first
+            operator, send = self.operators[name], self._fan_out(name, entries)
+            entries[name] = at_boundary(name, send) if operator.boundary else _inline(operator, send)
+        return {name: self._fan_out(name, entries) for name in self.downstream}
 
-        def entry(target):
-            if target not in entries:
-                operator = self.operators.get(target)
-                if operator is None:
-                    entries[target] = at_boundary(target, None)
-                elif operator.boundary:
-                    entries[target] = at_boundary(target, fan_out(target))
-                else:
-                    entries[target] = _inline(operator, fan_out(target))
-            return entries[target]
+    def _fan_out(self, name, entries):
+        """The function that hands an item `name` emits to each of its targets, in order."""
+        targets = [entries[target] for target in self.downstream[name]]
+        if len(targets) == 1:
+            return targets[0]
 
-        def fan_out(name):
-            targets = [entry(target) for target in self.downstream[name]]
-            if len(targets) == 1:
-                return targets[0]
+        def send(item):
+            for target in targets:
+                target(item)
 
-            def send(item):
-                for target in targets:
-                    target(item)
-
-            return send
-
-        return {name: fan_out(name) for name in self.downstream}
+        return send
 
     def router(self):
         """`route(origin, item)`: the `(target, item)` pairs for every sink and boundary operator that an

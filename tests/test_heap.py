@@ -5,6 +5,7 @@ import weakref
 import pytest
 
 import flamespark as fs
+from flamespark.runtime import heap
 from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.plan import build_plan
 
@@ -41,6 +42,28 @@ def test_a_local_run_runs_with_collections_paused():
     graph.source("s").map(lambda v: seen.append(gc.isenabled()) or v).sink("out")
     assert fs.run(graph, {"s": [(1, 1), (2, 2)]}).outputs == {"out": [1, 2]}
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_cycles_user_functions_make_are_collected_during_a_run_once_the_young_objects_crowd(monkeypatch):
+    monkeypatch.setattr(heap, "YOUNG_LIMIT", 1_000)
+
+    class Node:
+        pass
+
+    made, alive_at_last = [], []
+
+    def make_a_cycle(v):
+        node = Node()
+        node.itself = node
+        made.append(weakref.ref(node))
+        if v == 2_999:
+            alive_at_last.append(sum(ref() is not None for ref in made))
+        return v
+
+    graph = fs.Graph("g")
+    graph.source("s").map(make_a_cycle).sink("out")
+    fs.run(graph, {"s": [(t, t) for t in range(3_000)]})
+    assert alive_at_last and alive_at_last[0] < 1_000  # without the limit, all 3,000 would wait for the end
 
 
 def test_the_wired_functions_free_what_they_hold_without_a_collection():

@@ -7,7 +7,7 @@ from flamespark.core.codec import unpack
 from flamespark.io.inputs import check_input_names, source_events
 from flamespark.result import Result
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
-from flamespark.runtime.heap import collections_paused
+from flamespark.runtime.heap import collect_if_crowded, collections_paused
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
@@ -162,6 +162,7 @@ class LocalRun:
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
+        collect_if_crowded()
         self.progress.advance()
         time = self.progress.time()
         if time <= self.issued:

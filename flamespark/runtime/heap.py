@@ -2,17 +2,20 @@
 import gc
 from contextlib import contextmanager
 
+# While collections are paused, the youngest generation is collected once it holds more objects than this.
+YOUNG_LIMIT = 5_000_000
+
 
 @contextmanager
 def collections_paused():
     """Run the block with CPython's automatic collections off, then collect once.
 
     A run keeps many small objects for a while (items in flight, each key's
-    recent steps), and every automatic collection scans the young ones that
-    are still alive: on the inverted index that was about a quarter of the
-    run's time. The engine makes no reference cycles per item, so reference
+    recent steps), and automatic collections scan the ones still alive again
+    and again as they age. The engine makes no reference cycles per item, so reference
     counting frees what it drops as it goes; a cycle that a user function
-    makes waits for the collection at the end of the block.
+    makes waits for `collect_if_crowded` or the collection at the end of the
+    block.
 
     >>> with collections_paused():
     ...     gc.isenabled()
@@ -26,3 +29,14 @@ def collections_paused():
         if was_enabled:
             gc.enable()
         gc.collect()
+
+
+def collect_if_crowded():
+    """Collect the youngest generation if it holds more than `YOUNG_LIMIT` objects.
+
+    Called now and then while collections are paused, it bounds what cycles
+    made by user functions can pile up, at the cost of one scan of each
+    object that is still alive then.
+    """
+    if gc.get_count()[0] > YOUNG_LIMIT:
+        gc.collect(0)

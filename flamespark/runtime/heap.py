@@ -8,7 +8,7 @@ YOUNG_LIMIT = 5_000_000
 
 @contextmanager
 def collections_paused():
-    """Run the block with CPython's automatic collections off, then collect once.
+    """Run the block with CPython's automatic collections off, then collect what it made.
 
     A run keeps many small objects for a while (items in flight, each key's
     recent steps), and automatic collections scan the ones still alive again
@@ -28,7 +28,7 @@ def collections_paused():
     finally:
         if was_enabled:
             gc.enable()
-        gc.collect()
+        gc.collect(0)  # what the block made: older objects are not its to scan
 
 
 def collect_if_crowded():

@@ -9,6 +9,7 @@ restart tests. Batch boundaries are fixed with `max_rows_per_batch`.
 Lateness is judged per ingest partition; tests that compare dead letters
 with the local engine's ingest in one partition, where both judge alike.
 """
+import gc
 import json
 import math
 import os
@@ -295,6 +296,21 @@ def test_user_function_error_names_operator_and_event(spark):
         run_spark(graph, arrival, spark)
     assert str(on_spark.value) == str(local.value)
     assert "operator 'sum' raised ZeroDivisionError: no threes (on event ts=3 of source 'numbers'" in str(local.value)
+
+
+@pytest.mark.parametrize("mode", ["optimistic", "buffered"])
+def test_user_functions_run_with_collections_paused_on_both_engines(spark, mode):
+    graph = fs.Graph("collections")
+    (
+        graph.source("numbers")
+        .map(lambda v: [v, gc.isenabled()], name="ingested")
+        .stateful(key=lambda p: p[0] % 2, update=lambda s, p: (s, [[p[1], gc.isenabled()]]), name="keyed")
+        .sink("out")
+    )
+    arrival = {"numbers": [(ts, ts) for ts in range(6)]}
+    expected = {"out": [[False, False]] * 6}
+    assert fs.run(graph, arrival, mode=mode).outputs == expected
+    assert run_spark(graph, arrival, spark, mode=mode).outputs == expected
 
 
 def test_unencodable_payloads_are_payload_errors(spark):

@@ -17,6 +17,7 @@ from flamespark.engines.spark.rows import (
     with_event_time,
 )
 from flamespark.runtime.changes import StepChanges
+from flamespark.runtime.heap import runs_with_collections_paused
 from operators import BufferSort
 
 
@@ -59,6 +60,7 @@ class BufferedStageProcessor(BlobProcessor):
         self.buckets = bucket_map(handle)
         self.chunks = chunk_map(handle, "buffered")
 
+    @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
         state, buffered = self._load()
@@ -74,6 +76,7 @@ class BufferedStageProcessor(BlobProcessor):
                    for s in self.topology.shard_keys]
             yield with_event_time(frame(out))
 
+    @runs_with_collections_paused
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         watermark = timerValues.getCurrentWatermarkInMs()
         final = watermark - EVENT_TIME_SHIFT_MS
@@ -136,6 +139,7 @@ class BufferedBarrierProcessor(BlobProcessor):
         self.handle = handle
         self.held = chunk_map(handle, "held")
 
+    @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):
         state = self.load({"barrier": None, "timer": None})
         batch = concat(rows)
@@ -151,6 +155,7 @@ class BufferedBarrierProcessor(BlobProcessor):
             yield frame(added)
         yield from self._flush(key[0], state, stored, timerValues)
 
+    @runs_with_collections_paused
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         state = self.load({"barrier": None, "timer": None})
         state["timer"] = None

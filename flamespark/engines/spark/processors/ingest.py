@@ -5,6 +5,7 @@ from flamespark.core.codec import pack, unpack
 from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row, punctuation_rows
 from flamespark.engines.spark.rows import END, LATE, concat, control_row, frame, pack_cause
 from flamespark.runtime.changes import Cause
+from flamespark.runtime.heap import runs_with_collections_paused
 from flamespark.runtime.progress import SourceProgress
 
 
@@ -43,6 +44,7 @@ class IngestProcessor(BlobProcessor):
         self.idle_timeout = idle_timeout
         self.changes = changes
 
+    @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):
         partition = self.topology.ingest_keys.index(key[0])
         now = _batch_time_ms(timerValues)

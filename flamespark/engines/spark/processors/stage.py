@@ -7,6 +7,7 @@ from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
 from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
 from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
 from flamespark.runtime.changes import StepChanges
+from flamespark.runtime.heap import runs_with_collections_paused
 
 
 class Horizons:
@@ -66,6 +67,7 @@ class StageProcessor(BlobProcessor):
         self.buckets = bucket_map(handle)
         self.held = chunk_map(handle, "held") if self.final else None
 
+    @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
         state = self.load({"horizons": {}, "barrier": None})

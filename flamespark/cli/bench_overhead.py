@@ -22,7 +22,7 @@ def add_parser(commands):
         description="Events/s of a per-key running count through FlameSpark on Spark against the same count "
                     "written as an order-ignorant Spark stateful query (transformWithStateInPandas), both on one "
                     "SparkSession and the same replayed input; prints the runs and the ratio of wall times "
-                    "(goal <= 1.5). Exit status 1 if a check fails (outputs, micro-batches, late events).",
+                    "(goal <= 1.1). Exit status 1 if a check fails (outputs, micro-batches, late events).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--events", type=positive_int, default=DEFAULTS.events, metavar="N", help="number of events")
     parser.add_argument("--keys", type=positive_int, default=DEFAULTS.keys, metavar="K", help="number of distinct keys")

@@ -20,7 +20,7 @@ B. What a Spark user writes when order does not matter: the same replay file
 A and B run alternately `repeat` times after a small warm-up run of each
 (a few micro-batches, not charged to either);
 the report has every run, the medians and the ratio A/B of query wall time
-(goal: at most 1.5), and where the time goes per stateful operator, from
+(goal: at most 1.1), and where the time goes per stateful operator, from
 Spark's own progress reports.
 
 Modules: `settings` (what to run), `workload` (the input and query A),

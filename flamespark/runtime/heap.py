@@ -13,10 +13,10 @@ def collections_paused():
 
     A run keeps many small objects for a while (items in flight, each key's
     recent steps), and automatic collections scan the ones still alive again
-    and again as they age. The engine makes no reference cycles per item, so reference
-    counting frees what it drops as it goes; a cycle that a user function
-    makes waits for `collect_if_crowded` or the collection at the end of the
-    block.
+    and again as they age. The engine makes no reference cycles per item, so
+    reference counting frees what it drops as it goes; a cycle that a user
+    function makes waits for `collect_if_crowded` or the collection at the
+    end of the block.
 
     >>> with collections_paused():
     ...     gc.isenabled()

@@ -64,6 +64,9 @@ class LocalRun:
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
         self._punctuated = [(op.punctuate, self.states[name], self.deliver[name])
                             for name, op in self.plan.operators.items() if op.boundary]
+        # At the last punctuation (+inf) a keyed operator would only forget state the run is about to drop whole.
+        self._releasing = [(buffer.punctuate, self.states[buffer.name], self.deliver[buffer.name])
+                           for buffer in self.plan.buffers()]
 
     def _boundary(self, target, send):
         """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
@@ -96,7 +99,7 @@ class LocalRun:
                 self._run_paced(interleave(inputs), started)
             self.punctuate()  # every source has ended: +inf
             # Drop the operators' state here, by reference counting, before the block's collection.
-            self.states = self.deliver = self._punctuated = None
+            self.states = self.deliver = self._punctuated = self._releasing = None
         return self.result(clock.perf_counter() - started)
 
     def _run_unpaced(self, events):
@@ -170,7 +173,7 @@ class LocalRun:
         self.issued = time
         self.punctuations += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
-        for punctuate, state, send in self._punctuated:
+        for punctuate, state, send in self._punctuated if time < math.inf else self._releasing:
             for item in punctuate(time, state):
                 send(item)
         if self._buffers:

@@ -1,7 +1,7 @@
 """On a real Spark session: a keyed stage's state store calls follow the keys of its rows, not the state held.
 
-The stage runs as usual, but its handle hands out map states that log each
-call (state, call, user key) to a file per worker process, one line per
+The stage runs as usual, but its map states are wrapped to log each call
+(state, call, user key) to a file per worker process, one line per
 `handleInputRows`, with the keys of the items that call brought. A map
 state offers only the calls the stage should make: listing one fails the query.
 """
@@ -23,33 +23,38 @@ EVENTS, PER_BATCH = 60, 10
 
 
 class LoggedMap:
-    """A map state's get, update and remove, each logged as `[state, call, user key hex]`."""
+    """A map state's (or `PipelinedMap`'s) reads, updates and removals, each logged as `[state, call, user key
+    hex]`."""
 
     def __init__(self, state, name: str, log: list):
         self._state, self._name, self._log = state, name, log
 
+    def _note(self, call, key):
+        self._log.append([self._name, call, key[0].hex() if isinstance(key[0], bytes) else key[0]])
+
     def getValue(self, key):
-        self._log.append([self._name, "get", key[0].hex() if isinstance(key[0], bytes) else key[0]])
+        self._note("get", key)
         return self._state.getValue(key)
 
     def updateValue(self, key, value):
-        self._log.append([self._name, "update", key[0].hex() if isinstance(key[0], bytes) else key[0]])
+        self._note("update", key)
         self._state.updateValue(key, value)
 
     def removeKey(self, key):
-        self._log.append([self._name, "remove", key[0].hex() if isinstance(key[0], bytes) else key[0]])
+        self._note("remove", key)
         self._state.removeKey(key)
 
+    def get_many(self, keys):
+        for key in keys:
+            self._note("get", key)
+        return self._state.get_many(keys)
 
-class LoggedHandle:
-    def __init__(self, handle, log: list):
-        self._handle, self._log = handle, log
-
-    def getValueState(self, *args):
-        return self._handle.getValueState(*args)
-
-    def getMapState(self, name, *schemas):
-        return LoggedMap(self._handle.getMapState(name, *schemas), name, self._log)
+    def write(self, updates, removals):
+        for key, _ in updates:
+            self._note("update", key)
+        for key in removals:
+            self._note("remove", key)
+        self._state.write(updates, removals)
 
 
 class LoggedStage(StageProcessor):
@@ -59,7 +64,10 @@ class LoggedStage(StageProcessor):
 
     def init(self, handle):
         self.log = []
-        super().init(LoggedHandle(handle, self.log))
+        super().init(handle)
+        self.buckets = LoggedMap(self.buckets, "buckets", self.log)
+        if self.held is not None:
+            self.held = LoggedMap(self.held, "held", self.log)
 
     def handleInputRows(self, key, rows, timerValues):
         batch = concat(rows)

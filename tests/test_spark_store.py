@@ -21,11 +21,21 @@ from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombst
 
 
 class DictMap:
-    """The calls `StoreBuckets` and `TimedRecords` make on a MapState, over a dict; the user keys each touched."""
+    """The calls `StoreBuckets` makes on a `PipelinedMap` and `TimedRecords` on a MapState, over a dict; the user
+    keys each touched."""
 
     def __init__(self):
         self.rows = {}
         self.calls = []
+
+    def get_many(self, keys):
+        return [self.getValue(key) for key in keys]
+
+    def write(self, updates, removals):
+        for key, value in updates:
+            self.updateValue(key, value)
+        for key in removals:
+            self.removeKey(key)
 
     def getValue(self, key):
         self.calls.append(("get", key[0]))

@@ -6,10 +6,13 @@ a batch reads and writes each key it touches once, whichever of the stage's
 operators touch it: its state I/O follows the keys it touches, not the state
 held. One entry per key beats small key groups: a batch's keys are spread
 over the key space, so a group would cost the same calls and read and write
-its neighbours too.
+its neighbours too. A batch reads the entries of all its keys before it
+applies its items, and writes them back at its end, each in one pipelined
+exchange with the state store (`pipelined.PipelinedMap`).
 """
 import msgpack
 
+from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from operators.store import KeyedState
 
 BUCKET_KEY_SCHEMA = "key BINARY"
@@ -18,38 +21,48 @@ BUCKET_SCHEMA = "buckets BINARY"
 LAYOUT = "one map entry per key and stage, collected when touched"
 
 
-def bucket_map(handle):
+def bucket_map(handle) -> PipelinedMap:
     """The stage's MapState of keyed buckets."""
-    return handle.getMapState("buckets", BUCKET_KEY_SCHEMA, BUCKET_SCHEMA)
+    return PipelinedMap(handle.getMapState("buckets", BUCKET_KEY_SCHEMA, BUCKET_SCHEMA))
 
 
 class _Entries:
-    """The entries of the keys a batch touches, each read once: `{operator index: bucket dump}` per key."""
+    """The entries of the keys a batch touches, each read once: `{operator index: bucket dump}` per key.
+
+    `store` offers `get_many(user keys)` and `write(updates, removals)`, as `PipelinedMap` does.
+    """
 
     def __init__(self, store):
         self._store = store
         self._entries = {}
         self._read = {}  # key -> its blob as read, None if absent
 
-    def of(self, key) -> dict:
-        entry = self._entries.get(key)
-        if entry is None:
-            row = self._store.getValue((key,))
+    def read(self, keys):
+        """Read the entries of `keys` not read yet, in one exchange."""
+        keys = [key for key in dict.fromkeys(keys) if key not in self._entries]
+        for key, row in zip(keys, self._store.get_many([(key,) for key in keys])):
             blob = self._read[key] = None if row is None else row[0]
-            entry = self._entries[key] = {} if blob is None else msgpack.unpackb(blob, strict_map_key=False)
-        return entry
+            self._entries[key] = {} if blob is None else msgpack.unpackb(blob, strict_map_key=False)
+
+    def of(self, key) -> dict:
+        if key not in self._entries:
+            self.read([key])
+        return self._entries[key]
 
     def save(self):
         """Write back the entries whose encoding changed, remove those left empty."""
+        updates, removals = [], []
         for key, entry in self._entries.items():
             read = self._read[key]
             if not entry:
                 if read is not None:
-                    self._store.removeKey((key,))
+                    removals.append((key,))
                 continue
             blob = msgpack.packb(entry)
             if blob != read:
-                self._store.updateValue((key,), (blob,))
+                updates.append(((key,), (blob,)))
+        if updates or removals:
+            self._store.write(updates, removals)
         self._entries.clear()
         self._read.clear()
 
@@ -108,6 +121,10 @@ class StageState:
             name: StoreBuckets(self._entries, index, operator.load_bucket)
             for index, (name, operator) in enumerate(operators.items())
         }
+
+    def read(self, items):
+        """Read the entries of every key that the `(operator, item, cause)` triples touch, in one exchange."""
+        self._entries.read([operator.key_of(item) for operator, item, _ in items])
 
     def punctuate(self, time):
         for name, operator in self.operators.items():

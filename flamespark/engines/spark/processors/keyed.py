@@ -16,7 +16,9 @@ def apply_in_meta_order(topology, items, stage, barrier=None, changes: StepChang
     rows, and into `changes` if given.
     """
     out = []
-    for operator, item, cause in sorted(items, key=_item_identity):
+    items = sorted(items, key=_item_identity)
+    stage.read(items)
+    for operator, item, cause in items:
         for result in operator.process(item, stage.states[operator.name]):
             if barrier is None:
                 out.extend(topology.rows_after(operator.name, result, cause))

@@ -1,0 +1,94 @@
+"""A MapState whose reads and writes of many keys take few round trips to the JVM.
+
+PySpark's `MapState` sends each call to the JVM's state server over a socket
+and waits for its answer before the next call: about 90 µs a call on the
+machines we measured, most of it the wait. The server answers requests in the
+order it reads them, so `PipelinedMap` writes a chunk of requests, then reads
+their answers: measured inside a real query here, 26 µs a read and 15 µs a
+write in chunks of 256, against 80–95 µs one call at a time.
+
+It speaks the state server's protocol through PySpark's own client, message
+classes and serializers; those are internal, so it is tied to the PySpark
+release that `setup.cfg` pins and refuses a MapState that lacks them.
+"""
+from pyspark.serializers import write_int
+from pyspark.sql.streaming.proto import StateMessage_pb2 as messages
+
+from flamespark.core.errors import InternalError
+
+# A chunk's requests stay well inside the socket's buffers: the server, blocked on answering a chunk of large
+# values that is not yet being read, cannot then also leave our requests unread.
+CHUNK_REQUESTS = 256
+CHUNK_BYTES = 64 * 1024
+
+
+class PipelinedMap:
+    """One PySpark `MapState` (user keys and values are tuples), read and written many keys at a time.
+
+    `get_many` returns each key's value row, or None where it has none;
+    `write` updates and removes keys. Errors from the server are raised once
+    every answer of the chunk was read, so the protocol stays in step.
+    """
+
+    def __init__(self, map_state):
+        try:
+            client = map_state._mapStateClient
+            self._name = map_state._stateName
+            self._api = client._stateful_processor_api_client
+            self._key_schema, self._value_schema = client.user_key_schema, client.value_schema
+            self._socket = self._api.sockfile
+        except AttributeError as exc:
+            raise InternalError(
+                f"internal error: this PySpark's MapState lacks what FlameSpark's pipelined state calls use "
+                f"({exc}); install the PySpark release setup.cfg names"
+            ) from None
+
+    def get_many(self, keys: list) -> list:
+        """The value row of each user key in `keys` (None where there is none), in order."""
+        requests = (self._call(getValue=messages.GetValue(userKey=self._key(key))) for key in keys)
+        answers = self._exchange(requests, "reading")
+        deserialize = self._api._deserialize_from_bytes
+        return [deserialize(value) if value else None for value in answers]
+
+    def write(self, updates: list, removals: list):
+        """Set each `(user key, value row)` of `updates`, then remove each user key of `removals`."""
+        serialize, schema = self._api._serialize_to_bytes, self._value_schema
+        requests = [
+            self._call(updateValue=messages.UpdateValue(userKey=self._key(key), value=serialize(schema, value)))
+            for key, value in updates
+        ]
+        requests += [self._call(removeKey=messages.RemoveKey(userKey=self._key(key))) for key in removals]
+        self._exchange(requests, "writing")
+
+    def _key(self, key) -> bytes:
+        return self._api._serialize_to_bytes(self._key_schema, key)
+
+    def _call(self, **call) -> bytes:
+        request = messages.StateRequest(stateVariableRequest=messages.StateVariableRequest(
+            mapStateCall=messages.MapStateCall(stateName=self._name, **call)))
+        return request.SerializeToString()
+
+    def _exchange(self, requests, doing: str) -> list:
+        """Send `requests` chunk by chunk, reading each chunk's answers after it; the answers' values."""
+        values = []
+        pending, size = 0, 0
+        for request in requests:
+            write_int(0, self._socket)  # the protocol's message version, as PySpark's client writes it
+            write_int(len(request), self._socket)
+            self._socket.write(request)
+            pending, size = pending + 1, size + len(request)
+            if pending == CHUNK_REQUESTS or size >= CHUNK_BYTES:
+                values += self._answers(pending, doing)
+                pending, size = 0, 0
+        if pending:
+            values += self._answers(pending, doing)
+        return values
+
+    def _answers(self, count: int, doing: str) -> list:
+        self._socket.flush()
+        answers = [self._api._receive_proto_message() for _ in range(count)]
+        for status, error, _ in answers:
+            if status != 0:
+                raise InternalError(f"internal error: Spark's state store failed {doing} map state "
+                                    f"{self._name!r}: {error}")
+        return [value for _, _, value in answers]

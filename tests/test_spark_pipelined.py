@@ -1,0 +1,69 @@
+"""On a real Spark session: `PipelinedMap` reads and writes what a MapState's one-at-a-time calls do."""
+import json
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql.streaming import StatefulProcessor  # noqa: E402
+
+from flamespark.core.errors import InternalError  # noqa: E402
+from flamespark.engines.spark.processors import pipelined  # noqa: E402
+from flamespark.engines.spark.processors.pipelined import PipelinedMap  # noqa: E402
+
+# More keys than a chunk holds requests, and values that fill a chunk's bytes sooner.
+KEYS = pipelined.CHUNK_REQUESTS * 2 + 7
+BIG = b"v" * (pipelined.CHUNK_BYTES // 50)
+
+
+def key(i: int) -> tuple:
+    return (b"key-%05d" % i,)
+
+
+class Compare(StatefulProcessor):
+    """Writes and reads one map state both ways in its one batch, and reports what each way saw."""
+
+    def init(self, handle):
+        self.state = handle.getMapState("m", "key BINARY", "value BINARY")
+        self.pipelined = PipelinedMap(self.state)
+
+    def handleInputRows(self, grouping_key, rows, timerValues):
+        for _ in rows:
+            pass
+        self.pipelined.write([(key(i), (BIG if i % 3 == 0 else b"%d" % i,)) for i in range(0, KEYS, 2)], [])
+        self.state.updateValue(key(1), (b"one",))
+        self.pipelined.write([(key(3), (b"three",))], [key(0), key(2)])
+        wanted = [key(i) for i in range(KEYS + 3)]  # the last three never written
+        one_by_one = [self.state.getValue(k) for k in wanted]
+        many = self.pipelined.get_many(wanted)
+        seen = {"one_by_one": [None if row is None else row[0].decode() for row in one_by_one],
+                "many": [None if row is None else row[0].decode() for row in many]}
+        yield pd.DataFrame({"seen": [json.dumps(seen)]})
+
+    def close(self):
+        pass
+
+
+def test_pipelined_reads_and_writes_equal_one_call_at_a_time(spark, tmp_path):
+    pd.DataFrame({"g": [0]}).to_json(tmp_path / "in.json", orient="records", lines=True)
+    query = (
+        spark.readStream.schema("g LONG").json(str(tmp_path))
+        .groupBy("g").transformWithStateInPandas(Compare(), outputStructType="seen STRING", outputMode="Append",
+                                                 timeMode="None")
+        .writeStream.format("memory").queryName("pipelined_map")
+        .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
+    )
+    query.awaitTermination(300)
+    (row,) = spark.sql("select seen from pipelined_map").collect()
+    seen = json.loads(row.seen)
+    expected = [None, "one", None, "three"] + [
+        (BIG.decode() if i % 3 == 0 else str(i)) if i % 2 == 0 and i < KEYS else None for i in range(4, KEYS + 3)
+    ]
+    assert seen["one_by_one"] == expected
+    assert seen["many"] == expected
+
+
+def test_a_map_state_without_the_client_it_needs_is_refused():
+    with pytest.raises(InternalError, match="lacks what FlameSpark's pipelined state calls use"):
+        PipelinedMap(object())

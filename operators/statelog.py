@@ -5,8 +5,9 @@ and a feedback edge. `StateLog` keeps the same history in the form the work
 needs: per applied item a `Step` with the state it started from, the state
 after it and the outputs it made. An in-order item is one `update` call and
 an append; a late item or a tombstone re-runs `update` from its place on,
-retracting exactly the outputs that change, and stops at the first step whose
-incoming state comes out as it was.
+retracting exactly the outputs that change (an output equal to the old one at
+its place stays), and stops at the first step whose incoming state comes out
+as it was.
 """
 from bisect import bisect_left
 
@@ -170,11 +171,7 @@ class StateLog:
                 break
             new = run(old.item, previous)
             new.count = old.count
-            if [output.data for output in new.outputs] == [output.data for output in old.outputs]:
-                new.outputs = old.outputs
-            else:
-                out.extend(tombstone(output) for output in old.outputs)
-                out.extend(new.outputs)
+            _keep_unchanged_outputs(old.outputs, new.outputs, out)
             steps[index] = new
         return out
 
@@ -216,6 +213,20 @@ class StateLog:
             log.steps.append(StoredStep(meta, dumped))
         log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
         return log
+
+
+def _keep_unchanged_outputs(old: list, new: list, out: list):
+    """Where a re-run's output equals the old one at its place (same meta, same data), keep the old item in
+    `new`; add tombstones for the old outputs that changed, then the new outputs that replace them, to `out`."""
+    changed = []
+    for index, output in enumerate(new):
+        if index < len(old) and old[index].data == output.data:
+            new[index] = old[index]
+        else:
+            changed.append(output)
+    out.extend(tombstone(output) for index, output in enumerate(old)
+               if index >= len(new) or new[index] is not output)
+    out.extend(changed)
 
 
 def tombstone(item) -> Item:

@@ -117,6 +117,29 @@ def test_stateful_loop_result_does_not_depend_on_arrival_order(times, transient,
     assert +net == expected and -net == Counter()
 
 
+def test_a_replay_retracts_only_the_outputs_that_change():
+    def total_and_value(total, value):
+        total = (total or 0) + value
+        return total, [{"total": total}, {"value": value}, *([{"big": total}] if total > 6 else [])]
+
+    loop = StatefulLoop("sum", key=lambda v: 0, update=total_and_value)
+    state = loop.new_state()
+    first = loop.process(item(2, 5), state)
+    late = loop.process(item(1, 3), state)
+    kept = first[1]
+    assert [(o.tombstone, o.meta.ts, o.payload) for o in late] == [
+        (False, 1, {"total": 3}), (False, 1, {"value": 3}),
+        (True, 2, {"total": 5}), (False, 2, {"total": 8}), (False, 2, {"big": 8}),
+    ]
+    # The unchanged output is the same item as before, and a retraction of the late item retracts the new ones.
+    assert state.get(pack(0)).steps[1].outputs[1] is kept
+    gone = loop.process(tombstone_of(item(1, 3)), state)
+    assert [(o.tombstone, o.meta.ts, o.payload) for o in gone] == [
+        (True, 1, {"total": 3}), (True, 1, {"value": 3}),
+        (True, 2, {"total": 8}), (True, 2, {"big": 8}), (False, 2, {"total": 5}),
+    ]
+
+
 def test_grouping_forgets_what_punctuation_settles():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
     state = DictState(sweep_spacing=1)

@@ -9,11 +9,12 @@ Source `docs` takes `{"ts", "doc_id", "title", "text"}` events (see
 - `docs`: per document, `{"doc_id", "ts", "words", "new_words"}`: its
   number of distinct words and how many of them it is the first to contain.
 
-Per word, one stateful operator counts documents for `df`; a second one
-only remembers that the word was seen and tags each part `new` or not. A late
+Per word, one stateful operator counts documents for `df` and makes two
+outputs per part: its posting, for the `index` sink, and the part tagged
+`new` (first to contain the word) or not, for the collectors. A late
 document changes `df` of every later document with its words, but `new` of
-at most the next one, and the second operator's replay stops as soon as its
-state comes out unchanged, so few changes reach the collectors. Each change
+at most the next one; a replay retracts only the outputs that change, so few
+changes reach the collectors. Each change
 that does replays a collector's state from that part on; collecting in a tree
 (`FAN_IN` parts a node, `LEVELS` levels, then one collector per document)
 keeps that replay short even for documents of thousands of words, while
@@ -51,15 +52,20 @@ def split_document(doc) -> list:
 
 
 def count_documents(df, part):
-    """Per word: the state is just the number of documents seen so far."""
+    """Per word, the state is the number of documents seen so far: the part's posting, then the part for the
+    collectors (without positions), `new` if no earlier document has the word."""
     df = (df or 0) + 1
-    return df, [{"word": part["word"], "doc_id": part["doc_id"], "positions": part["positions"], "df": df}]
+    return df, [{"word": part["word"], "doc_id": part["doc_id"], "positions": part["positions"], "df": df},
+                {"doc_id": part["doc_id"], "ts": part["ts"], "words": part["words"], "index": part["index"],
+                 "new": 1 if df == 1 else 0}]
 
 
-def first_document(seen, part):
-    """Per word: was it seen before? The collectors' input, without positions."""
-    return 1, [{"doc_id": part["doc_id"], "ts": part["ts"], "words": part["words"], "index": part["index"],
-                "new": 0 if seen else 1}]
+def is_posting(record) -> bool:
+    return "df" in record
+
+
+def is_collector_part(record) -> bool:
+    return "df" not in record
 
 
 def nodes(words: int, level: int) -> int:
@@ -98,8 +104,9 @@ def build() -> fs.Graph:
     g = fs.Graph("inverted_index")
     docs = g.source("docs")
     parts = docs.flat_map(split_document, name="split")
-    parts.stateful(key=lambda part: part["word"], update=count_documents, name="postings").sink("index")
-    parts = parts.stateful(key=lambda part: part["word"], update=first_document, name="first_seen")
+    counted = parts.stateful(key=lambda part: part["word"], update=count_documents, name="postings")
+    counted.filter(is_posting, name="postings_only").sink("index")
+    parts = counted.filter(is_collector_part, name="collector_parts")
     for level in range(1, LEVELS + 1):
         parts = parts.stateful(key=lambda p: [p["doc_id"], p["index"] // FAN_IN], update=partial(collect, level),
                                name=f"collect_{level}")

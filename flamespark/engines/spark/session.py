@@ -1,4 +1,4 @@
-"""The SparkSession FlameSpark runs on: RocksDB state store, quiet logs, workers that see our code."""
+"""The SparkSession FlameSpark runs on: RocksDB state store with changelog checkpointing, quiet logs, workers that see our code."""
 import os
 import shutil
 import sys
@@ -66,6 +66,8 @@ def spark_session(master: str | None = None, shards: int | None = None):
             "spark.sql.streaming.stateStore.providerClass",
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         )
+        # A commit writes the batch's changes, not a snapshot of the store: every stage commits every batch.
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.session.timeZone", "UTC")

@@ -38,7 +38,7 @@ class _Entries:
         self._read = {}  # key -> its blob as read, None if absent
 
     def read(self, keys):
-        """Read the entries of `keys` not read yet, in one exchange."""
+        """Read the entries of `keys` not read yet, in one pipelined exchange."""
         keys = [key for key in dict.fromkeys(keys) if key not in self._entries]
         for key, row in zip(keys, self._store.get_many([(key,) for key in keys])):
             blob = self._read[key] = None if row is None else row[0]
@@ -123,7 +123,8 @@ class StageState:
         }
 
     def read(self, items):
-        """Read the entries of every key that the `(operator, item, cause)` triples touch, in one exchange."""
+        """Read the entries of every key that the `(operator, item, cause)` triples touch, in one pipelined
+        exchange."""
         self._entries.read([operator.key_of(item) for operator, item, _ in items])
 
     def punctuate(self, time):

@@ -16,8 +16,8 @@ from pyspark.sql.streaming.proto import StateMessage_pb2 as messages
 
 from flamespark.core.errors import InternalError
 
-# A chunk's requests stay well inside the socket's buffers: the server, blocked on answering a chunk of large
-# values that is not yet being read, cannot then also leave our requests unread.
+# Small enough that a chunk's requests fit in the socket's buffers: writing them never blocks, even while the
+# server waits for us to read its answers (which we do only after the whole chunk), so neither side waits forever.
 CHUNK_REQUESTS = 256
 CHUNK_BYTES = 64 * 1024
 

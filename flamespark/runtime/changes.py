@@ -113,6 +113,8 @@ class Changelog:
         self.records = {sink: [] for sink in sinks}
         self.added = 0
         self.retracted = 0
+        # identity -> the latency of its live `+`, or a list of them when there are several. A float is not a
+        # container, so the many identities with one live `+` add nothing to what a garbage collection scans.
         self._live = {}
 
     def extend(self, changes: list, emitted_at: float):
@@ -125,11 +127,16 @@ class Changelog:
             if op == ADD:
                 latency = (emitted_at - item.arrival) * 1000.0
                 if held is None:
-                    live[identity] = [latency]
-                else:
+                    live[identity] = latency
+                elif type(held) is list:
                     held.append(latency)
-            elif held:
-                held.pop()
+                else:
+                    live[identity] = [held, latency]
+            elif held is not None:
+                if type(held) is not list or len(held) == 1:
+                    del live[identity]
+                else:
+                    held.pop()
                 retracted += 1
             else:
                 raise InternalError(
@@ -143,7 +150,12 @@ class Changelog:
     def fill(self, result):
         """Hand the changelog to `result`: its records, the latency of every `+` left live (in no particular
         order) and, in `metrics["changes"]`, the counts and percentiles of that speculative latency."""
-        latencies = [latency for held in self._live.values() for latency in held]
+        latencies = []
+        for held in self._live.values():
+            if type(held) is list:
+                latencies += held
+            else:
+                latencies.append(held)
         share = self.retracted / self.added if self.added else 0.0
         result.changes = self.records
         result.speculative_latencies_ms = latencies

@@ -11,7 +11,8 @@ the next stage; the last stage holds the barrier, which releases in the same
 micro-batch.
 
 Modules: `blob` (the small value and control rows), `buckets` (keyed
-operators' state), `held` (barrier and buffers' held items), `ingest`,
+operators' state), `pipelined` (a map state's reads and writes of many keys
+in few round trips), `held` (barrier and buffers' held items), `ingest`,
 `keyed` (operators and barrier on a batch), `stage` (optimistic), `buffered`
 (the baseline).
 """

@@ -35,7 +35,10 @@ class KeyedOperator(BoundaryOperator):
         return encode(key, self.name, item.meta)
 
     def process(self, item, state):
-        key_data = self.key_of(item)
+        return self.process_keyed(self.key_of(item), item, state)
+
+    def process_keyed(self, key_data: bytes, item, state):
+        """`process`, for an item whose key encoding (`key_of`) the caller has already."""
         bucket = state.get(key_data)
         if bucket is None:
             bucket = self.new_bucket()

@@ -62,11 +62,11 @@ class LocalRun:
         self.punctuations = 0
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
-        self._punctuated = [(op.punctuate, self.states[name], self.deliver[name])
-                            for name, op in self.plan.operators.items() if op.boundary]
+        punctuated = {name: (op.punctuate, self.states[name], self.deliver[name])
+                      for name, op in self.plan.operators.items() if op.boundary}
+        self._punctuated = list(punctuated.values())
         # At the last punctuation (+inf) a keyed operator would only forget state the run is about to drop whole.
-        self._releasing = [(buffer.punctuate, self.states[buffer.name], self.deliver[buffer.name])
-                           for buffer in self.plan.buffers()]
+        self._releasing = [punctuated[buffer.name] for buffer in self.plan.buffers()]
 
     def _boundary(self, target, send):
         """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""

@@ -122,10 +122,12 @@ class StageState:
             for index, (name, operator) in enumerate(operators.items())
         }
 
-    def read(self, items):
+    def read(self, items) -> list:
         """Read the entries of every key that the `(operator, item, cause)` triples touch, in one pipelined
-        exchange."""
-        self._entries.read([operator.key_of(item) for operator, item, _ in items])
+        exchange; returns each triple's key encoding, in order."""
+        keys = [operator.key_of(item) for operator, item, _ in items]
+        self._entries.read(keys)
+        return keys
 
     def punctuate(self, time):
         for name, operator in self.operators.items():

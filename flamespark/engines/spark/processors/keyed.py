@@ -17,9 +17,8 @@ def apply_in_meta_order(topology, items, stage, barrier=None, changes: StepChang
     """
     out = []
     items = sorted(items, key=_item_identity)
-    stage.read(items)
-    for operator, item, cause in items:
-        for result in operator.process(item, stage.states[operator.name]):
+    for (operator, item, cause), key_data in zip(items, stage.read(items)):
+        for result in operator.process_keyed(key_data, item, stage.states[operator.name]):
             if barrier is None:
                 out.extend(topology.rows_after(operator.name, result, cause))
                 continue

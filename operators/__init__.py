@@ -1,6 +1,6 @@
 """Engine-agnostic operators: items in, items and tombstones out.
 
-A stateless operator has `process(item) -> list[Item]`. A boundary operator
+A stateless operator runs inline (`inline(send)`). A boundary operator
 (keyed, or the baseline's buffer) is handed its state on every call:
 `process(item, state)` and `punctuate(T, state)`; the engine keeps the state
 (`new_state()`, or its own implementation of `operators.store.KeyedState`).

@@ -1,5 +1,5 @@
 """What every operator shares: its name and guarded calls into user code."""
-from flamespark.core.errors import FlameSparkError, UserFunctionError
+from flamespark.core.errors import UserFunctionError
 
 _REPR_LIMIT = 200
 
@@ -10,7 +10,7 @@ def _short(payload) -> str:
 
 
 class Operator:
-    """Base of all operators; a stateless one has `process(item) -> list[Item]` and runs inline."""
+    """Base of all operators; a stateless one runs inline, as `inline(send)` makes it."""
 
     kind = "operator"
     # Engines route items across a boundary operator by key; stateless ones run inline.
@@ -19,17 +19,15 @@ class Operator:
     def __init__(self, name: str):
         self.name = name
 
-    def process(self, item) -> list:
+    def inline(self, send):
+        """The function that runs this stateless operator on one item, handing each output to `send` in order."""
         raise NotImplementedError
 
-    def call(self, role: str, fn, item, *args):
-        """Call user function `fn`; an exception becomes a UserFunctionError naming operator and event."""
-        try:
-            return fn(*args)
-        except FlameSparkError:
-            raise
-        except Exception as exc:
-            raise self.failure(role, exc, item) from exc
+    def process(self, item) -> list:
+        """One item's outputs as a list, for running an operator on its own."""
+        outputs = []
+        self.inline(outputs.append)(item)
+        return outputs
 
     def failure(self, role: str, exc: Exception, item) -> UserFunctionError:
         """The error to raise when the `role` function raised `exc` on `item`."""

@@ -1,5 +1,6 @@
 """Keyed operators keep one bucket per key and forget what no punctuation can change."""
 from flamespark.core.errors import FlameSparkError, InternalError
+from flamespark.core.codec import pack
 from flamespark.core.items import encode
 from operators.base import BoundaryOperator
 from operators.store import DictState
@@ -32,7 +33,10 @@ class KeyedOperator(BoundaryOperator):
             raise
         except Exception as exc:
             raise self.failure("key", exc, item) from exc
-        return encode(key, self.name, item.meta)
+        try:
+            return pack(key)
+        except (TypeError, ValueError, OverflowError):
+            return encode(key, self.name, item.meta)  # raises the PayloadError naming the event
 
     def process(self, item, state):
         return self.process_keyed(self.key_of(item), item, state)

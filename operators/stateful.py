@@ -54,9 +54,11 @@ class StatefulLoop(KeyedOperator):
             new_state, results = self._checked(item, result)
         meta = item.meta
         ts, source, tiebreak, path = meta
+        outputs = []
         try:
-            outputs = [Item(new_meta(Meta, (ts, source, tiebreak, path + (index,))), payload, pack(payload), False,
-                            arrival) for index, payload in enumerate(results)]
+            for index, payload in enumerate(results):
+                outputs.append(Item(new_meta(Meta, (ts, source, tiebreak, path + (index,))), payload, pack(payload),
+                                    False, arrival))
             state_data = pack(new_state)
         except (TypeError, ValueError, OverflowError):
             for index, payload in enumerate((*results, new_state)):

@@ -1,9 +1,13 @@
 """Stateless per-item operators: map, flat_map, filter, union.
 
-A tombstone goes through the same function as the item it cancels, so it
-yields tombstones for exactly the derivatives that item produced.
+Each one runs inline: `inline(send)` gives the function that takes an item
+and hands its outputs to `send`, so a chain of them costs one call per
+operator and item. A tombstone goes through the same function as the item
+it cancels, so it yields tombstones for exactly the derivatives that item
+produced.
 """
-from flamespark.core.items import Item, derive
+from flamespark.core.errors import FlameSparkError
+from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.base import Operator
 
 
@@ -16,9 +20,20 @@ class MapOperator(Operator):
         super().__init__(name)
         self.fn = fn
 
-    def process(self, item):
-        payload = self.call("map", self.fn, item, item.payload)
-        return [derive(item, item.meta, payload, self.name)]
+    def inline(self, send):
+        fn, name, failure = self.fn, self.name, self.failure
+
+        def run(item):
+            try:
+                payload = fn(item.payload)
+            except FlameSparkError:
+                raise
+            except Exception as exc:
+                raise failure("map", exc, item) from exc
+            meta = item.meta
+            send(Item(meta, payload, encode(payload, name, meta), item.tombstone, item.arrival))
+
+        return run
 
 
 class FlatMapOperator(Operator):
@@ -30,9 +45,23 @@ class FlatMapOperator(Operator):
         super().__init__(name)
         self.fn = fn
 
-    def process(self, item):
-        outputs = self.call("flat_map", lambda p: list(self.fn(p)), item, item.payload)
-        return [derive(item, item.meta.child(i), out, self.name) for i, out in enumerate(outputs)]
+    def inline(self, send):
+        fn, name, failure = self.fn, self.name, self.failure
+
+        def run(item):
+            try:
+                payloads = list(fn(item.payload))
+            except FlameSparkError:
+                raise
+            except Exception as exc:
+                raise failure("flat_map", exc, item) from exc
+            ts, source, tiebreak, path = item.meta
+            tombstone, arrival = item.tombstone, item.arrival
+            for index, payload in enumerate(payloads):
+                meta = new_meta(Meta, (ts, source, tiebreak, path + (index,)))
+                send(Item(meta, payload, encode(payload, name, meta), tombstone, arrival))
+
+        return run
 
 
 class FilterOperator(Operator):
@@ -44,8 +73,20 @@ class FilterOperator(Operator):
         super().__init__(name)
         self.predicate = predicate
 
-    def process(self, item):
-        return [item] if self.call("filter", self.predicate, item, item.payload) else []
+    def inline(self, send):
+        predicate, failure = self.predicate, self.failure
+
+        def run(item):
+            try:
+                keep = predicate(item.payload)
+            except FlameSparkError:
+                raise
+            except Exception as exc:
+                raise failure("filter", exc, item) from exc
+            if keep:
+                send(item)
+
+        return run
 
 
 class BranchOperator(Operator):
@@ -57,5 +98,10 @@ class BranchOperator(Operator):
         super().__init__(name)
         self.index = index
 
-    def process(self, item):
-        return [Item(item.meta.child(self.index), item.payload, item.data, item.tombstone, item.arrival)]
+    def inline(self, send):
+        index = self.index
+
+        def run(item):
+            send(Item(item.meta.child(index), item.payload, item.data, item.tombstone, item.arrival))
+
+        return run

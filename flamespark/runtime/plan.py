@@ -47,7 +47,7 @@ class PhysicalPlan:
         entries = {sink: at_boundary(sink, None) for sink in self.sinks}
         for name in reversed(self.operators):  # topological order reversed: an operator's targets come first
             operator, send = self.operators[name], self._fan_out(name, entries)
-            entries[name] = at_boundary(name, send) if operator.boundary else _inline(operator, send)
+            entries[name] = at_boundary(name, send) if operator.boundary else operator.inline(send)
         return {name: self._fan_out(name, entries) for name in self.downstream}
 
     def _fan_out(self, name, entries):
@@ -75,17 +75,6 @@ class PhysicalPlan:
             return pairs
 
         return route
-
-
-def _inline(operator, send):
-    """A stateless operator run inline: each of its outputs goes on to `send`."""
-    process = operator.process
-
-    def run(item):
-        for out in process(item):
-            send(out)
-
-    return run
 
 
 def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:

@@ -115,26 +115,33 @@ class Barrier:
 
 def _cancel(entries: list) -> list:
     """The items of `entries` that no tombstone among them cancels (of equal copies, the earliest to arrive)."""
-    cancelled = Counter((sink, item.meta, item.data) for sink, item in entries if item.tombstone)
+    tombstones = [(sink, item) for sink, item in entries if item.tombstone]
+    cancelled = Counter((sink, item.meta, item.data) for sink, item in tombstones)
+    # Only an item whose payload some tombstone carries can be cancelled: the others skip building an identity.
+    suspects = {item.data for _, item in tombstones}
     copies = {}
     survivors = []
-    for sink, item in entries:
-        if item.tombstone:
-            continue
-        identity = (sink, item.meta, item.data)
-        if identity in cancelled:
-            copies.setdefault(identity, []).append(item)
-        else:
-            survivors.append((sink, item))
+    for entry in entries:
+        sink, item = entry
+        if item.data in suspects:
+            if item.tombstone:
+                continue
+            identity = (sink, item.meta, item.data)
+            if identity in cancelled:
+                copies.setdefault(identity, []).append(item)
+                continue
+        survivors.append(entry)
     for identity, count in cancelled.items():
         sink, meta, data = identity
-        made = sorted(copies.get(identity, ()), key=_arrival)
+        made = copies.get(identity, ())
         if len(made) < count:
             raise InternalError(
                 f"internal error: {count - len(made)} tombstone(s) for sink {sink!r} from {meta.describe()} "
                 f"never met their item (payload {unpack(data)!r})"
             )
-        survivors.extend((sink, item) for item in made[: len(made) - count])
+        if len(made) > count:
+            made.sort(key=_arrival)
+            survivors.extend((sink, item) for item in made[: len(made) - count])
     return survivors
 
 

@@ -1,11 +1,15 @@
-"""Paced local runs: events arrive at a rate, and whatever waits is applied at once in meta order."""
+"""Paced local runs: events arrive at a rate; what waits is applied in meta order, and behind, only once final."""
 import time
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flamespark as fs
+from flamespark.engines.local import LocalRun
+from flamespark.runtime.options import RunOptions
 from tests import graphs
+from tests.changelog_checks import check_changelog
 from tests.reference import reference_run
 from tests.test_exactness import number_case
 
@@ -42,3 +46,49 @@ def test_a_run_that_keeps_up_takes_as_long_as_its_input_and_counts_latency_from_
     assert len(result.latencies_ms) == 20
     # With no reorder latency, each output waits for the next event, due 5 ms after its own, or for the end.
     assert all(4.0 <= latency < 1000 for latency in result.latencies_ms[:-1])
+
+
+def _turns(run: LocalRun, groups: list, behind: list):
+    """Hand `run` its events in `groups`, one turn each (behind or not), punctuating after each, then end."""
+    for group, late in zip(groups, behind):
+        run.apply([("numbers", ts, payload, 0.0) for ts, payload in group], behind=late)
+        run.punctuate()
+    run.progress.end("numbers")
+    run.apply([])
+    run.punctuate()
+    return run.result(0.0)
+
+
+def test_an_engine_behind_applies_only_what_the_punctuation_made_final():
+    graph = graphs.running_sum()
+    run = LocalRun(graph, RunOptions.of(reorder_latency=10))
+    run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
+    # The punctuation after admitting them is 30 - 10 - 1 = 19: only 5 is final.
+    assert [item.meta.ts for _, item, _ in run.admitted] == [20, 30]
+    assert run.events == 1
+    # 25 comes after 30 but precedes it: applied with the waiting events in meta order, it replays nothing.
+    result = _turns(run, [[(25, 25)]], [False])
+    assert run.events == 4
+    assert result.metrics["tombstones"] == 0
+    assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(case=number_case(), data=st.data())
+def test_turns_that_hold_back_what_is_not_final_keep_the_in_order_outputs(mode, case, data):
+    latency, events, arrival, _ = case
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=len(arrival), max_size=len(arrival)))
+    groups, at = [], 0
+    for size in sizes:
+        if at < len(arrival):
+            groups.append(arrival[at:at + size])
+            at += size
+    behind = data.draw(st.lists(st.booleans(), min_size=len(groups), max_size=len(groups)))
+    graph = graphs.chained_stateful()
+    changes = mode == "optimistic"
+    run = LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latency, changes=changes))
+    result = _turns(run, groups, behind)
+    assert result.outputs == reference_run(graph, {"numbers": events})
+    if changes:
+        check_changelog(result, {"numbers": arrival})

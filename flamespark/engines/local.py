@@ -1,6 +1,7 @@
 """The local engine: in-process, single-threaded and deterministic (when unpaced)."""
 import math
 import time as clock
+from bisect import bisect_right
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
@@ -33,11 +34,14 @@ class LocalRun:
 
     Unpaced, every event is applied as it is read, and a punctuation issued
     every `punctuate_every` events. Paced (`rate` events/s), the k-th event
-    arrives k / rate s after the start and its latency counts from then;
-    whatever has arrived while the engine was busy is applied at once, in
-    meta order (waiting items are as good as simultaneous), then punctuated,
-    so an engine that keeps up applies each event on arrival and one that
-    falls behind replays less, not more.
+    arrives k / rate s after the start and its latency counts from then.
+    An engine that keeps up applies each event on arrival. One that falls
+    behind finds several events waiting when it turns to them: it admits
+    them all, advances the punctuation, and applies in meta order only the
+    admitted events at or below it, which no late event can precede any
+    more; the others wait, in meta order, for its next turn (or the end of
+    input). So under overload it applies events as the buffered mode would,
+    in order and without replay, while their results are released no later.
 
     With `changes`, what reaches the sinks is also kept as a changelog, netted
     per event applied (and per punctuation, for what the baseline's buffers release).
@@ -54,6 +58,7 @@ class LocalRun:
         self.step = StepChanges() if options.changes else None
         self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
         self.cause = None  # the event being delivered, while changes are kept
+        self.admitted = []  # `(source, item, cause)` of events admitted and not yet applied, in meta order
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
@@ -97,7 +102,8 @@ class LocalRun:
                 self._run_unpaced(interleave(inputs))
             else:
                 self._run_paced(interleave(inputs), started)
-            self.punctuate()  # every source has ended: +inf
+            self.apply([])  # every source has ended: what still waits is final
+            self.punctuate()  # +inf
             # Drop the operators' state here, by reference counting, before the block's collection.
             self.states = self.deliver = self._punctuated = self._releasing = None
         return self.result(clock.perf_counter() - started)
@@ -134,26 +140,33 @@ class LocalRun:
 
     def _apply_waiting(self, waiting: list):
         if waiting:
-            self.apply(waiting)
+            self.apply(waiting, behind=len(waiting) > 1)
             waiting.clear()
             self.punctuate()
 
-    def apply(self, events):
-        """Admit `(source, ts, payload, arrival)` events in arrival order, then apply them in meta order."""
+    def apply(self, events, behind: bool = False):
+        """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
+        admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
         admit, deliver, step = self.progress.admit, self.deliver, self.step
-        items = []
+        admitted = self.admitted
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
             if item is not None:
-                items.append((source, item, None if step is None else self._cause(source, ts)))
-        if len(items) > 1:
-            items.sort(key=_identity)
-        for source, item, cause in items:
+                admitted.append((source, item, None if step is None else self._cause(source, ts)))
+        if len(admitted) > 1:
+            admitted.sort(key=_identity)
+        if behind:
+            self.progress.advance()
+            final = bisect_right(admitted, self.progress.time(), key=_time)
+            admitted, self.admitted = admitted[:final], admitted[final:]
+        else:
+            self.admitted = []
+        for source, item, cause in admitted:
             self.cause = cause
             deliver[source](item)
             if step is not None:
                 self.take_changes()
-        self.events += len(items)
+        self.events += len(admitted)
 
     def _cause(self, source, ts):
         """The event just admitted, as a changelog names it."""
@@ -209,3 +222,7 @@ class LocalRun:
 
 def _identity(entry):
     return entry[1].identity
+
+
+def _time(entry):
+    return entry[1].meta.ts

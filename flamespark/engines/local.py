@@ -104,8 +104,6 @@ class LocalRun:
                 self._run_paced(interleave(inputs), started)
             self.apply([])  # every source has ended: what still waits is final
             self.punctuate()  # +inf
-            # Drop the operators' state here, by reference counting, before the block's collection.
-            self.states = self.deliver = self._punctuated = self._releasing = None
         return self.result(clock.perf_counter() - started)
 
     def _run_unpaced(self, events):
@@ -191,6 +189,8 @@ class LocalRun:
                 send(item)
         if self._buffers:
             self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
+        if time == math.inf:
+            self._drop_operators()
         if self.step is not None:
             self.take_changes()
         now = clock.perf_counter()
@@ -198,6 +198,12 @@ class LocalRun:
         for sink, item in self.barrier.punctuate(time):
             outputs[sink].append(unpack(item.data))
             latencies.append((now - item.arrival) * 1000.0)
+
+    def _drop_operators(self):
+        """After +inf nothing reaches an operator: free their state, by reference counting, before the barrier's
+        last release makes the last outputs, so that the run never holds both."""
+        self.states = self.deliver = self._punctuated = self._releasing = None
+        self._buffers = []
 
     def note_buffered(self):
         buffered = len(self.barrier)

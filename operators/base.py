@@ -1,5 +1,5 @@
 """What every operator shares: its name and guarded calls into user code."""
-from flamespark.core.errors import UserFunctionError
+from flamespark.core.errors import FlameSparkError, UserFunctionError
 
 _REPR_LIMIT = 200
 
@@ -28,6 +28,21 @@ class Operator:
         outputs = []
         self.inline(outputs.append)(item)
         return outputs
+
+    def guarded(self, role: str, fn):
+        """`fn` as a function of an item, called on its payload; an exception it raises becomes the
+        UserFunctionError that names this operator, the `role` function and the event."""
+        failure = self.failure
+
+        def call(item):
+            try:
+                return fn(item.payload)
+            except FlameSparkError:
+                raise
+            except Exception as exc:
+                raise failure(role, exc, item) from exc
+
+        return call
 
     def failure(self, role: str, exc: Exception, item) -> UserFunctionError:
         """The error to raise when the `role` function raised `exc` on `item`."""

@@ -6,7 +6,6 @@ operator and item. A tombstone goes through the same function as the item
 it cancels, so it yields tombstones for exactly the derivatives that item
 produced.
 """
-from flamespark.core.errors import FlameSparkError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.base import Operator
 
@@ -21,15 +20,10 @@ class MapOperator(Operator):
         self.fn = fn
 
     def inline(self, send):
-        fn, name, failure = self.fn, self.name, self.failure
+        fn, name = self.guarded("map", self.fn), self.name
 
         def run(item):
-            try:
-                payload = fn(item.payload)
-            except FlameSparkError:
-                raise
-            except Exception as exc:
-                raise failure("map", exc, item) from exc
+            payload = fn(item)
             meta = item.meta
             send(Item(meta, payload, encode(payload, name, meta), item.tombstone, item.arrival))
 
@@ -46,15 +40,11 @@ class FlatMapOperator(Operator):
         self.fn = fn
 
     def inline(self, send):
-        fn, name, failure = self.fn, self.name, self.failure
+        user_fn, name = self.fn, self.name
+        fn = self.guarded("flat_map", lambda payload: list(user_fn(payload)))
 
         def run(item):
-            try:
-                payloads = list(fn(item.payload))
-            except FlameSparkError:
-                raise
-            except Exception as exc:
-                raise failure("flat_map", exc, item) from exc
+            payloads = fn(item)
             ts, source, tiebreak, path = item.meta
             tombstone, arrival = item.tombstone, item.arrival
             for index, payload in enumerate(payloads):
@@ -74,16 +64,10 @@ class FilterOperator(Operator):
         self.predicate = predicate
 
     def inline(self, send):
-        predicate, failure = self.predicate, self.failure
+        predicate = self.guarded("filter", self.predicate)
 
         def run(item):
-            try:
-                keep = predicate(item.payload)
-            except FlameSparkError:
-                raise
-            except Exception as exc:
-                raise failure("filter", exc, item) from exc
-            if keep:
+            if predicate(item):
                 send(item)
 
         return run

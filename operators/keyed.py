@@ -1,6 +1,6 @@
 """Keyed operators keep one bucket per key and forget what no punctuation can change."""
-from flamespark.core.errors import FlameSparkError, InternalError
 from flamespark.core.codec import pack
+from flamespark.core.errors import FlameSparkError, InternalError
 from flamespark.core.items import encode
 from operators.base import BoundaryOperator
 from operators.store import DictState

@@ -64,7 +64,8 @@ class StatefulLoop(KeyedOperator):
             for index, payload in enumerate((*results, new_state)):
                 encode(payload, self.name, meta.child(index))  # raises the PayloadError naming the event
             raise
-        return Step(item, base, new_state, state_data, arrival, outputs or ())  # most collector steps emit nothing: no list each
+        # Many steps emit nothing (a collector's, until its last part): they share the empty tuple, not a list each.
+        return Step(item, base, new_state, state_data, arrival, outputs or ())
 
     def _checked(self, item, result):
         """`(new_state, outputs)` from what `update` returned, or a UserFunctionError saying what is wrong."""

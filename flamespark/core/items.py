@@ -83,8 +83,3 @@ def encode(payload, operator: str, meta: Meta) -> bytes:
             f"operator {operator!r} produced a payload msgpack cannot encode "
             f"for {meta.describe()}: {exc}"
         ) from None
-
-
-def derive(parent: Item, meta: Meta, payload, operator: str) -> Item:
-    """A derivative of `parent`: same tombstone flag and arrival."""
-    return Item(meta, payload, encode(payload, operator, meta), parent.tombstone, parent.arrival)

@@ -39,7 +39,7 @@ class LocalRun:
     behind finds several events waiting when it turns to them: it admits
     them all, advances the punctuation, and applies in meta order only the
     admitted events at or below it, which no late event can precede any
-    more; the others wait, in meta order, for its next turn (or the end of
+    more; the others wait, in meta order, for a later turn (or the end of
     input). So under overload it applies events as the buffered mode would,
     in order and without replay, while their results are released no later.
 

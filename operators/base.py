@@ -72,3 +72,12 @@ class BoundaryOperator(Operator):
         """Apply punctuation `time`; returns the items it releases."""
         raise NotImplementedError
 
+    def add(self, item, state) -> list:
+        """`process`, except that work may wait for the next `flush`."""
+        return self.process(item, state)
+
+    def flush(self, state) -> list:
+        """Do the work left waiting by `process` calls since the last flush (engines flush at the end of each
+        step, before a punctuation); returns the items it makes."""
+        return []
+

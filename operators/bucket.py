@@ -21,6 +21,7 @@ class Bucket:
     """
 
     __slots__ = ("window", "_order", "_items", "_counts")
+    dirty = None  # a bucket does all its work at once (see StateLog.dirty)
 
     def __init__(self, window: int):
         self.window = window

@@ -39,16 +39,45 @@ class KeyedOperator(BoundaryOperator):
             return encode(key, self.name, item.meta)  # raises the PayloadError naming the event
 
     def process(self, item, state):
+        """The items that adding `item` makes, with any work it left waiting done (for running an operator
+        on its own; engines `add` and `flush`)."""
+        out = self.add(item, state)
+        waited = self.flush(state)
+        return [*out, *waited] if waited else out
+
+    def add(self, item, state):
         return self.process_keyed(self.key_of(item), item, state)
 
     def process_keyed(self, key_data: bytes, item, state):
-        """`process`, for an item whose key encoding (`key_of`) the caller has already."""
+        """Add `item`, whose key encoding (`key_of`) the caller has already; returns the items that makes.
+
+        A bucket may leave part of the work waiting (a `StateLog`'s re-run
+        after a tombstone, which the removed item's replacement usually
+        follows): the engine must `flush` before the end of its step, and
+        before a punctuation or saving the state.
+        """
         bucket = state.get(key_data)
         if bucket is None:
             bucket = self.new_bucket()
         out = self.apply(bucket, item)
+        if bucket.dirty is not None:
+            state.defer(key_data)
         self._store(state, key_data, bucket)
         return out
+
+    def flush(self, state) -> list:
+        """Do the work buckets left waiting since the last flush; returns the items it makes."""
+        out = []
+        for key_data in state.take_deferred():
+            bucket = state.get(key_data)
+            if bucket is not None:
+                out.extend(self.finish(bucket))
+                self._store(state, key_data, bucket)
+        return out
+
+    def finish(self, bucket) -> list:
+        """Do the work `bucket` left waiting (it has none unless its kind defers some)."""
+        return []
 
     def new_bucket(self):
         """An empty bucket for a key seen for the first time."""

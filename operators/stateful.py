@@ -35,6 +35,9 @@ class StatefulLoop(KeyedOperator):
     def apply(self, log, item):
         return log.add(item, self._combine)
 
+    def finish(self, log) -> list:
+        return log.flush(self._combine)
+
     def _combine(self, item, previous) -> Step:
         """The combine map: `update` on `item` after step `previous` (None for a key's first item)."""
         if previous is None:

@@ -8,10 +8,16 @@ an append; a late item or a tombstone re-runs `update` from its place on,
 retracting exactly the outputs that change (an output equal to the old one at
 its place stays), and stops at the first step whose incoming state comes out
 as it was.
+
+A tombstone's re-run waits (the log is `dirty`) until the log's next change
+or its `flush`: a replacement of the removed item, which a re-run upstream
+sends right after the tombstone, then re-runs the later steps once, not
+twice. Engines flush at the end of each step, before a punctuation.
 """
 from bisect import bisect_left
 
 from flamespark.core.codec import pack, unpack
+from flamespark.core.errors import InternalError
 from flamespark.core.items import Item, Meta
 
 NO_STATE = pack(None)
@@ -93,13 +99,14 @@ class StateLog:
     outputs. `run(item, previous_step)` is the operator's combine map.
     """
 
-    __slots__ = ("base", "identities", "steps", "pending")
+    __slots__ = ("base", "identities", "steps", "pending", "dirty")
 
     def __init__(self):
         self.base = None  # what is left of the last step a punctuation forgot: the state the next starts from
         self.identities = []
         self.steps = []
         self.pending = {}
+        self.dirty = None  # the first step not re-run since a removal before it, if any
 
     @property
     def empty(self) -> bool:
@@ -123,7 +130,7 @@ class StateLog:
         if self.pending and self._cancel_pending(identity):
             return []
         identities, steps = self.identities, self.steps
-        if not identities or identities[-1] < identity:
+        if self.dirty is None and (not identities or identities[-1] < identity):
             step = run(item, steps[-1] if steps else self.base)
             identities.append(identity)
             steps.append(step)
@@ -132,10 +139,14 @@ class StateLog:
         if position < len(identities) and identities[position] == identity:
             steps[position].count += 1
             return []
+        out = self.flush(run) if self.dirty is not None and position > self.dirty else []
         step = run(item, steps[position - 1] if position else self.base)
         identities.insert(position, identity)
         steps.insert(position, step)
-        return self._rerun(position + 1, run, list(step.outputs))
+        if self.dirty is not None:
+            self.dirty += 1
+        out.extend(step.outputs)
+        return self._rerun(position + 1, run, out)
 
     def _cancel_pending(self, identity) -> bool:
         count = self.pending.get(identity)
@@ -153,21 +164,33 @@ class StateLog:
         if position == len(identities) or identities[position] != identity:
             self.pending[identity] = self.pending.get(identity, 0) + 1
             return []
-        step = self.steps[position]
-        step.count -= 1
-        if step.count:
+        if self.steps[position].count > 1:
+            self.steps[position].count -= 1
             return []
+        out = self.flush(run)  # steps keep their places; the one at `position` may be a re-run of it
+        step = self.steps[position]
         del identities[position]
         del self.steps[position]
-        return self._rerun(position, run, [tombstone(output) for output in step.outputs])
+        if position < len(self.steps):
+            self.dirty = position
+        out.extend(tombstone(output) for output in step.outputs)
+        return out
+
+    def flush(self, run) -> list:
+        """Do the re-run a removal left waiting, if any; returns what it changes downstream."""
+        return [] if self.dirty is None else self._rerun(self.dirty, run, [])
 
     def _rerun(self, position, run, out) -> list:
-        """Re-run the steps from `position` on while the state they start from has changed."""
-        steps = self.steps
+        """Re-run the steps from `position` on while the state they start from has changed (and at least up to
+        the `dirty` step); the log is clean after."""
+        steps, dirty = self.steps, self.dirty
+        self.dirty = None
         for index in range(position, len(steps)):
             old = steps[index]
             previous = steps[index - 1] if index else self.base
             if (previous.state_data if previous else NO_STATE) == old.base:
+                if dirty is not None and index < dirty:
+                    continue
                 break
             new = run(old.item, previous)
             new.count = old.count
@@ -178,6 +201,8 @@ class StateLog:
     def collect(self, time) -> int:
         """Forget the steps with `ts <= time`, keeping the state after the last of them; returns orphan
         tombstones seen. No item or tombstone can come at or before `time` any more."""
+        if self.dirty is not None:
+            raise InternalError("internal error: a key's re-run was still waiting at a punctuation (flush first)")
         identities = self.identities
         if not identities or identities[0][0].ts > time:
             cut = 0
@@ -197,13 +222,13 @@ class StateLog:
         steps = [step.dump() for step in self.steps]
         pending = [[meta.dump(), data, count] for (meta, data), count in self.pending.items()]
         base = None if self.base is None else [self.base.state_data, self.base.arrival]
-        return [base, steps, pending]
+        return [base, steps, pending, self.dirty]
 
     @classmethod
     def load(cls, dumped) -> "StateLog":
         """Rebuild a log from `dump()`."""
         log = cls()
-        base, steps, pending = dumped
+        base, steps, pending, log.dirty = dumped
         if base is not None:
             state_data, arrival = base
             log.base = Step(None, None, unpack(state_data), state_data, arrival, ())

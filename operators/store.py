@@ -19,6 +19,18 @@ class KeyedState:
     nothing, so a store that writes to a state store writes only what changed.
     """
 
+    def __init__(self):
+        self._deferred = []
+
+    def defer(self, key: bytes):
+        """Note that `key`'s bucket left work waiting (see `KeyedOperator.flush`)."""
+        self._deferred.append(key)
+
+    def take_deferred(self) -> list:
+        """The keys noted by `defer` since the last call (a key may come more than once)."""
+        keys, self._deferred = self._deferred, []
+        return keys
+
     def get(self, key: bytes):
         """The key's bucket, or None if there is none."""
         raise NotImplementedError
@@ -51,6 +63,7 @@ class DictState(KeyedState):
     """
 
     def __init__(self, sweep_spacing: int = 1024):
+        super().__init__()
         self._buckets = {}
         self._queued = {}  # latest event time -> the keys queued under it
         self._times = []  # heap of the times in `_queued`

@@ -67,7 +67,7 @@ class LocalRun:
         self.punctuations = 0
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
-        punctuated = {name: (op.punctuate, self.states[name], self.deliver[name])
+        punctuated = {name: (op.flush, op.punctuate, self.states[name], self.deliver[name])
                       for name, op in self.plan.operators.items() if op.boundary}
         self._punctuated = list(punctuated.values())
         # At the last punctuation (+inf) a keyed operator would only forget state the run is about to drop whole.
@@ -86,10 +86,10 @@ class LocalRun:
                 record((sink, item, self.cause))
 
             return push_and_record
-        process, state = self.plan.operators[target].process, self.states[target]
+        add, state = self.plan.operators[target].add, self.states[target]
 
         def apply(item):
-            for out in process(item, state):
+            for out in add(item, state):
                 send(out)
 
         return apply
@@ -162,6 +162,7 @@ class LocalRun:
         for source, item, cause in admitted:
             self.cause = cause
             deliver[source](item)
+            self.flush()
             if step is not None:
                 self.take_changes()
         self.events += len(admitted)
@@ -184,12 +185,15 @@ class LocalRun:
         self.issued = time
         self.punctuations += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
-        for punctuate, state, send in self._punctuated if time < math.inf else self._releasing:
+        for flush, punctuate, state, send in self._punctuated if time < math.inf else self._releasing:
+            for item in flush(state):
+                send(item)
             for item in punctuate(time, state):
                 send(item)
         if self._buffers:
             self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
         if time == math.inf:
+            self.flush()
             self._drop_operators()
         if self.step is not None:
             self.take_changes()
@@ -198,6 +202,12 @@ class LocalRun:
         for sink, item in self.barrier.punctuate(time):
             outputs[sink].append(unpack(item.data))
             latencies.append((now - item.arrival) * 1000.0)
+
+    def flush(self):
+        """End a step: every boundary operator, in topological order, does the work it left waiting."""
+        for flush, _, state, send in self._punctuated:
+            for item in flush(state):
+                send(item)
 
     def _drop_operators(self):
         """After +inf nothing reaches an operator: free their state, by reference counting, before the barrier's

@@ -78,6 +78,7 @@ class StoreBuckets(KeyedState):
     """
 
     def __init__(self, entries: _Entries, index: int, load):
+        super().__init__()
         self._entries = entries
         self._index = index
         self._load = load

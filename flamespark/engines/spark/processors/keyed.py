@@ -17,8 +17,16 @@ def apply_in_meta_order(topology, items, stage, barrier=None, changes: StepChang
     """
     out = []
     items = sorted(items, key=_item_identity)
-    for (operator, item, cause), key_data in zip(items, stage.read(items)):
-        for result in operator.process_keyed(key_data, item, stage.states[operator.name]):
+    keys = stage.read(items)
+    for index, ((operator, item, cause), key_data) in enumerate(zip(items, keys)):
+        state = stage.states[operator.name]
+        results = operator.process_keyed(key_data, item, state)
+        # A tombstone's replacement sorts right after it: the work the tombstone left waits for it.
+        if index + 1 == len(items) or items[index + 1][0] is not operator or keys[index + 1] != key_data:
+            waited = operator.flush(state)
+            if waited:
+                results = [*results, *waited]
+        for result in results:
             if barrier is None:
                 out.extend(topology.rows_after(operator.name, result, cause))
                 continue

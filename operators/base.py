@@ -77,7 +77,7 @@ class BoundaryOperator(Operator):
         return self.process(item, state)
 
     def flush(self, state) -> list:
-        """Do the work left waiting by `process` calls since the last flush (engines flush at the end of each
-        step, before a punctuation); returns the items it makes."""
+        """Do the work `add` calls left waiting since the last flush (engines flush at the end of each step,
+        and so before a punctuation); returns the items it makes."""
         return []
 

@@ -53,8 +53,8 @@ class KeyedOperator(BoundaryOperator):
 
         A bucket may leave part of the work waiting (a `StateLog`'s re-run
         after a tombstone, which the removed item's replacement usually
-        follows): the engine must `flush` before the end of its step, and
-        before a punctuation or saving the state.
+        follows): the engine must `flush` before the end of its step, and so
+        before a punctuation.
         """
         bucket = state.get(key_data)
         if bucket is None:

@@ -41,7 +41,9 @@ class LocalRun:
     admitted events at or below it, which no late event can precede any
     more; the others wait, in meta order, for a later turn (or the end of
     input). So under overload it applies events as the buffered mode would,
-    in order and without replay, while their results are released no later.
+    in order (what it held back replays nothing), while their results are
+    released no later. After each event, every boundary operator does the
+    work it left waiting (`flush`), so a step ends with the operators settled.
 
     With `changes`, what reaches the sinks is also kept as a changelog, netted
     per event applied (and per punctuation, for what the baseline's buffers release).

@@ -1,4 +1,5 @@
-"""The SparkSession FlameSpark runs on: RocksDB state store with changelog checkpointing, quiet logs, workers that see our code."""
+"""The SparkSession FlameSpark runs on: RocksDB state store (changelog checkpointing), quiet logs, workers that
+see our code."""
 import os
 import shutil
 import sys

@@ -15,7 +15,7 @@ import flamespark as fs
 from flamespark.cli import main
 from flamespark.engines.spark import query
 from flamespark.engines.spark.processors import StageProcessor
-from flamespark.engines.spark.rows import ITEM, concat, row_item
+from flamespark.engines.spark.rows import ITEMS, bundle_items, concat
 from flamespark.tools import state_bench
 from flamespark.tools.overhead.workload import count_graph
 
@@ -71,8 +71,9 @@ class LoggedStage(StageProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         batch = concat(rows)
-        mine = batch[(batch["kind"] == ITEM) & batch["target"].isin(list(self.operators))]
-        keys = [self.operators[row.target].key_of(row_item(row)).hex() for row in mine.itertuples(index=False)]
+        mine = batch[(batch["kind"] == ITEMS) & (batch["seq"] == self.stage)]
+        keys = [self.operators[target].key_of(item).hex()
+                for target, item, _ in bundle_items(mine.itertuples(index=False)) if target in self.operators]
         self.log.clear()
         started = time.time()
         out = list(super().handleInputRows(key, iter([batch]), timerValues))

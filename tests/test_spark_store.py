@@ -14,7 +14,7 @@ from flamespark.core.codec import pack  # noqa: E402
 from flamespark.core.items import Item  # noqa: E402
 from flamespark.engines.spark.processors import held  # noqa: E402
 from flamespark.engines.spark.processors.buckets import StageState  # noqa: E402
-from flamespark.engines.spark.rows import OUT, pack_meta  # noqa: E402
+from flamespark.engines.spark.rows import OUT, bundle_records, pack_meta  # noqa: E402
 from operators import DictState, StatefulLoop, WindowedGrouping  # noqa: E402
 from tests.graphs import running_sum_update  # noqa: E402
 from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombstone_of  # noqa: E402
@@ -151,7 +151,8 @@ def test_a_punctuation_removes_the_buckets_it_empties():
 
 
 def released_rows(rows) -> list:
-    return [(row[1], row[4], row[5], row[7]) for row in rows if row[0] == OUT]
+    return [(sink, pack_meta(meta), data, arrival)
+            for row in rows if row[0] == OUT for sink, meta, data, _, arrival, _ in bundle_records(row[5])]
 
 
 @settings(max_examples=150, deadline=None)

@@ -10,7 +10,7 @@ import msgpack
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_time import batch_time
-from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, unpack_cause
+from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_records, pack_meta, unpack_cause
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
@@ -40,16 +40,17 @@ class BatchCollector:
     def __call__(self, frame, batch_id):
         rows = _rows(frame)
         released_at = time.time()
-        outputs = [r for r in rows if r.kind == OUT]
-        outputs.sort(key=lambda r: (_meta_order(r.meta), r.payload))
+        outputs = _records(rows, OUT)
+        outputs.sort(key=lambda r: (r[1], r[2]))
         # A batch's changes are one step, netted already: their order is free, so retractions go first.
-        changes = [r for r in rows if r.kind == CHANGE]
-        changes.sort(key=lambda r: (_meta_order(r.meta), not r.tombstone, r.payload))
+        changes = _records(rows, CHANGE)
+        changes.sort(key=lambda r: (r[1], not r[3], r[2]))
         part = {
             "batch": batch_id,
             "released_at": released_at,
-            "outputs": [[r.target, r.payload, r.arrival] for r in outputs],
-            "changes": [[r.target, r.meta, r.payload, r.tombstone, r.arrival, r.cause] for r in changes],
+            "outputs": [[sink, data, arrival] for sink, _, data, _, arrival, _ in outputs],
+            "changes": [[sink, pack_meta(meta), data, tombstone, arrival, cause]
+                        for sink, meta, data, tombstone, arrival, cause in changes],
             "late": [r.payload for r in rows if r.kind == LATE],
             "metrics": [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC],
         }
@@ -142,9 +143,9 @@ def batch_changes(part) -> list:
     return changes
 
 
-def _meta_order(packed: bytes) -> tuple:
-    """A row's packed meta as nested tuples, which order as the `Meta` they encode (and cost less to make)."""
-    return msgpack.unpackb(packed, use_list=False)
+def _records(rows, kind: str) -> list:
+    """The records of the batch's bundle rows of `kind` (see rows.Outbox)."""
+    return [record for row in rows if row.kind == kind for record in bundle_records(row.payload)]
 
 
 _Row = namedtuple("_Row", COLUMNS)

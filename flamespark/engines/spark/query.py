@@ -24,7 +24,7 @@ from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
     EVENT_TIME_SHIFT_MS,
     INFINITY,
-    ITEM,
+    ITEMS,
     PUNCT,
     ROW_SCHEMA,
     TIMED_SCHEMA,
@@ -63,7 +63,7 @@ def _watermarked(stream, reorder_latency):
     punctuation, so both agree on what is late and what is final.
     """
     event_time = (
-        F.when(F.col("kind") == ITEM, F.timestamp_millis(F.col("ts") + EVENT_TIME_SHIFT_MS))
+        F.when(F.col("kind") == ITEMS, F.timestamp_millis(F.col("ts") + EVENT_TIME_SHIFT_MS))
         .when((F.col("kind") == PUNCT) & (F.col("ts") >= INFINITY), F.timestamp_millis(F.lit(END_OF_TIME_MS)))
         .otherwise(F.lit(None).cast("timestamp"))
     )

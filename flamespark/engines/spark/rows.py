@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from flamespark.core.codec import unpack
-from flamespark.core.items import Item, Meta
+from flamespark.core.items import Item, Meta, new_meta
 from flamespark.runtime.changes import Cause
 
 ROW_SCHEMA = (
@@ -16,10 +16,10 @@ ROW_SCHEMA = (
 )
 COLUMNS = ["kind", "target", "shard", "ts", "meta", "payload", "tombstone", "arrival", "seq", "cause"]
 
-# Row kinds: raw input from a source, its end, an item or tombstone on its way to `target`,
-# a punctuation of source `target`, a released output of sink `target`, a dead letter, a metric,
-# a changelog entry of sink `target` (a retraction when `tombstone`).
-EVENT, END, ITEM, PUNCT, OUT, LATE, METRIC, CHANGE = "event", "end", "item", "punct", "out", "late", "metric", "change"
+# Row kinds: raw input from a source, its end, a bundle of items and tombstones on their way to stage
+# `seq`, a punctuation of source `target`, a bundle of released outputs, a dead letter, a metric,
+# a bundle of changelog entries (a retraction is a tombstone).
+EVENT, END, ITEMS, PUNCT, OUT, LATE, METRIC, CHANGE = "event", "end", "items", "punct", "out", "late", "metric", "change"
 
 # The buffered baseline adds a TIMESTAMP column for Spark's watermark: an item's event time
 # plus 1 ms (Spark's watermark starts at the epoch and counts rows at or below it as late,
@@ -58,9 +58,53 @@ def pack_meta(meta: Meta) -> bytes:
     return msgpack.packb(meta.dump())
 
 
-def item_row(kind: str, target: str, shard: int, item: Item, cause: bytes | None = None) -> tuple:
-    """A row for `item`; `cause` is the packed changelog Cause of the event being delivered, if one is kept."""
-    return (kind, target, shard, item.meta.ts, pack_meta(item.meta), item.data, item.tombstone, item.arrival, 0, cause)
+class Outbox:
+    """Items bound for shards, as bundle rows: one row per kind, stage and shard, whatever their number.
+
+    A row per item would cost Arrow, pandas and Spark's shuffle a row each;
+    a bundle's records are packed and read by msgpack in C, and a stage
+    passes on the bundles bound for later stages without reading them.
+    A record is `[target, meta, data, tombstone, arrival, cause]`, where
+    `cause` is the packed changelog Cause of the event being delivered, if
+    one is kept. A bundle's `ts` is its latest record's event time, which
+    is what Spark's watermark needs from it.
+    """
+
+    def __init__(self):
+        self._bundles = {}
+
+    def add(self, kind: str, stage: int, shard: int, target: str, item: Item, cause: bytes | None = None):
+        records = self._bundles.get((kind, stage, shard))
+        if records is None:
+            records = self._bundles[(kind, stage, shard)] = []
+        records.append((target, item.meta, item.data, item.tombstone, item.arrival, cause))
+
+    def rows(self) -> list:
+        """The bundle rows of what was added, which leaves the outbox empty."""
+        rows = [
+            (kind, "", shard, max(record[1][0] for record in records), b"", msgpack.packb(records), False, 0.0,
+             stage, None)
+            for (kind, stage, shard), records in self._bundles.items()
+        ]
+        self._bundles.clear()
+        return rows
+
+
+def bundle_records(data: bytes) -> list:
+    """The records of a bundle row's payload, with their meta as a `Meta` (see Outbox)."""
+    records = msgpack.unpackb(data, use_list=False)
+    return [(target, new_meta(Meta, meta), *rest) for target, meta, *rest in records]
+
+
+def bundle_items(rows, decode=lambda target: True) -> list:
+    """`(target, item, cause)` of every record in the bundle `rows`; an item's payload is decoded if
+    `decode(target)`, else left None (what only passes to the barrier needs just its bytes)."""
+    items = []
+    for row in rows:
+        for target, meta, data, tombstone, arrival, cause in bundle_records(row.payload):
+            payload = unpack(data) if decode(target) else None
+            items.append((target, Item(meta, payload, data, tombstone, arrival), cause))
+    return items
 
 
 def pack_cause(cause: Cause) -> bytes:
@@ -69,12 +113,6 @@ def pack_cause(cause: Cause) -> bytes:
 
 def unpack_cause(data: bytes) -> Cause:
     return Cause(*msgpack.unpackb(data))
-
-
-def row_item(row) -> Item:
-    """The item a row carries (`row` has the schema's fields as attributes)."""
-    meta = Meta.load(msgpack.unpackb(row.meta))
-    return Item(meta, unpack(row.payload), row.payload, bool(row.tombstone), float(row.arrival))
 
 
 def control_row(kind: str, target: str, shard: int = 0, ts: int = 0, payload: bytes = b"", seq: int = 0) -> tuple:
@@ -98,5 +136,5 @@ def with_event_time(rows: pd.DataFrame, released_at=None) -> pd.DataFrame:
     """
     kind, ts = rows["kind"].to_numpy(), rows["ts"].to_numpy(dtype="float64")
     item_time = ts + EVENT_TIME_SHIFT_MS if released_at is None else np.maximum(ts + EVENT_TIME_SHIFT_MS, released_at)
-    millis = np.where(kind == ITEM, item_time, np.where((kind == PUNCT) & (ts >= INFINITY), END_OF_TIME_MS, np.nan))
+    millis = np.where(kind == ITEMS, item_time, np.where((kind == PUNCT) & (ts >= INFINITY), END_OF_TIME_MS, np.nan))
     return rows[COLUMNS].assign(event_time=pd.to_datetime(millis, unit="ms"))

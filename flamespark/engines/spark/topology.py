@@ -1,6 +1,6 @@
-"""How a physical plan splits into Spark stages, and where each item row goes next."""
+"""How a physical plan splits into Spark stages, and which stage and shard each item goes to next."""
 from flamespark.engines.spark.partitioning import spread_keys
-from flamespark.engines.spark.rows import ITEM, item_row, pack_meta, shard_of
+from flamespark.engines.spark.rows import ITEMS, pack_meta, shard_of
 from flamespark.runtime.plan import build_plan
 from operators import BufferSort
 
@@ -13,7 +13,8 @@ class Topology:
     from, and the keyed operator behind a buffer shares the buffer's stage;
     stateless operators run inline, in the stage that produced their input.
     The barrier lives in the last stage (stage 1 if
-    there are no keyed operators). Rows carry their target and a
+    there are no keyed operators; the baseline's barrier one stage after
+    that). Items travel in bundles (rows.Outbox) to a stage and a
     shard: the key's hash for an operator, the meta's hash for the barrier,
     as one of `shard_keys`, which Spark's shuffle sends to distinct tasks.
     Stage 0 runs one group per ingest partition, keyed by `ingest_keys`:
@@ -42,6 +43,8 @@ class Topology:
             else:
                 self.stage_of[name] = max(inputs)
         self.stages = max(self.stage_of.values())
+        barrier_stage = self.stages + 1 if mode == "buffered" else max(self.stages, 1)
+        self.stage_of.update((sink, barrier_stage) for sink in self.plan.sinks)
 
     def _behind_buffer(self, parents) -> bool:
         return len(parents) == 1 and isinstance(self.plan.operators.get(parents[0]), BufferSort)
@@ -59,16 +62,14 @@ class Topology:
             return self.plan.operators[self.plan.downstream[name][0]]
         return operator
 
-    def rows_after(self, origin: str, item, cause: bytes | None = None) -> list:
-        """Item rows for everything `item` reaches from `origin` through stateless operators, with `cause`."""
-        rows = []
+    def send(self, outbox, origin: str, item, cause: bytes | None = None):
+        """Put into `outbox` everything `item` reaches from `origin` through stateless operators, with `cause`."""
         for target, reached in self.route(origin, item):
             if target in self.plan.sinks:
                 shard = self.shard_keys[shard_of(pack_meta(reached.meta), self.shards)]
             else:
                 shard = self.shard_keys[shard_of(self.keyed_behind(target).key_of(reached), self.shards)]
-            rows.append(item_row(ITEM, target, shard, reached, cause))
-        return rows
+            outbox.add(ITEMS, self.stage_of[target], shard, target, reached, cause)
 
     def stage_names(self) -> list:
         """What each stateful operator of the query runs, from the sources on (the buffered baseline ingests

@@ -16,9 +16,13 @@ in few round trips), `held` (barrier and buffers' held items), `ingest`,
 `keyed` (operators and barrier on a batch), `stage` (optimistic), `buffered`
 (the baseline).
 """
-from flamespark.engines.spark.processors.buckets import LAYOUT as STATE_LAYOUT
+from flamespark.engines.spark.processors.buckets import LAYOUT as BUCKET_LAYOUT
+from flamespark.engines.spark.processors.buffered import LAYOUT as BUFFER_LAYOUT
 from flamespark.engines.spark.processors.buffered import BufferedBarrierProcessor, BufferedStageProcessor
 from flamespark.engines.spark.processors.ingest import IngestProcessor
 from flamespark.engines.spark.processors.stage import StageProcessor
+
+# The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
+STATE_LAYOUT = f"buckets: {BUCKET_LAYOUT}; buffers: {BUFFER_LAYOUT}"
 
 __all__ = ["STATE_LAYOUT", "BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "StageProcessor"]

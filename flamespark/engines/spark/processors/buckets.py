@@ -17,7 +17,6 @@ from operators.store import KeyedState
 
 BUCKET_KEY_SCHEMA = "key BINARY"
 BUCKET_SCHEMA = "buckets BINARY"
-# The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
 LAYOUT = "one map entry per key and stage, collected when touched"
 
 

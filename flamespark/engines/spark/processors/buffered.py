@@ -1,24 +1,30 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
+from flamespark.core.codec import unpack
+from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.processors.blob import BlobProcessor
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
-from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
+from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
     EVENT_TIME_SHIFT_MS,
-    ITEM,
+    ITEMS,
     LATE,
     METRIC,
     PUNCT,
+    Outbox,
+    bundle_items,
+    bundle_records,
     concat,
     control_row,
     frame,
-    row_item,
     with_event_time,
 )
 from flamespark.runtime.changes import StepChanges
 from flamespark.runtime.heap import runs_with_collections_paused
 from operators import BufferSort
+
+LAYOUT = "entries [target, ts, meta as an array, data, arrival]"
 
 
 def keep_one_timer(handle, state: dict, earliest):
@@ -40,7 +46,7 @@ class BufferedStageProcessor(BlobProcessor):
     maximum event time minus the delay) reaches them; a timer at the earliest
     buffered time fires then, and the released items go to the keyed operator
     in meta order. Punctuation rows only pass through, to the barrier.
-    Buffered entries `[target, ts, meta, payload, arrival]` wait in chunks
+    Buffered entries `[target, ts, meta, data, arrival]` wait in chunks
     (`held.TimedRecords`), buckets in map states (`buckets`).
     """
 
@@ -65,10 +71,12 @@ class BufferedStageProcessor(BlobProcessor):
         shard = key[0]
         state, buffered = self._load()
         batch = concat(rows)
-        mine, passing = split_rows(batch, self.buffers)
+        mine, passing = split_rows(batch, self.stage)
         if len(passing):
             yield with_event_time(passing)
-        buffered.add([[row.target, row.ts, row.meta, row.payload, row.arrival] for row in mine.itertuples(index=False)])
+        buffered.add([[target, meta.ts, meta, data, arrival]
+                      for row in mine.itertuples(index=False)
+                      for target, meta, data, _, arrival, _ in bundle_records(row.payload)])
         self._save(state, buffered)
         punctuations = batch[batch["kind"] == PUNCT]
         if shard == 0 and len(punctuations):
@@ -86,14 +94,14 @@ class BufferedStageProcessor(BlobProcessor):
         ready = [entry for entry in taken if entry[1] <= final]
         buffered.add([entry for entry in taken if entry[1] > final])
         stage = StageState(self.keyed, self.buckets)
-        items = []
-        for target, ts, meta, data, arrival in ready:
-            row = _Row(meta, data, arrival)
-            items.append((self.buffers[target], row_item(row), None))
-        out = apply_in_meta_order(self.topology, items, stage)
+        items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, False, arrival), None)
+                 for target, _, meta, data, arrival in ready]
+        outbox = Outbox()
+        apply_in_meta_order(self.topology, items, stage, outbox)
         stage.punctuate(final)
         stage.save()
         self._save(state, buffered)
+        out = outbox.rows()
         if out:
             yield with_event_time(frame(out), released_at=watermark)
 
@@ -110,15 +118,6 @@ class BufferedStageProcessor(BlobProcessor):
 
 def _entry_time(entry) -> int:
     return entry[1]
-
-
-class _Row:
-    """The fields `row_item` reads, for items kept in a buffer."""
-
-    __slots__ = ("meta", "payload", "tombstone", "arrival")
-
-    def __init__(self, meta, payload, arrival):
-        self.meta, self.payload, self.tombstone, self.arrival = meta, payload, False, arrival
 
 
 class BufferedBarrierProcessor(BlobProcessor):
@@ -148,9 +147,12 @@ class BufferedBarrierProcessor(BlobProcessor):
             yield passing[COLUMNS]
         stored = StoredBarrier(self.held, state["barrier"])
         changes = StepChanges() if self.changes else None
-        for row in batch[batch["kind"] == ITEM].itertuples(index=False):
-            push(stored.barrier, changes, self.topology.plan.sinks[row.target], row_item(row), None)
-        added = change_rows(key[0], changes)
+        bundles = batch[batch["kind"] == ITEMS].itertuples(index=False)
+        for target, item, _ in bundle_items(bundles, decode=lambda target: False):
+            push(stored.barrier, changes, self.topology.plan.sinks[target], item, None)
+        outbox = Outbox()
+        add_changes(outbox, key[0], changes)
+        added = outbox.rows()
         if added:
             yield frame(added)
         yield from self._flush(key[0], state, stored, timerValues)

@@ -3,7 +3,7 @@ import time
 
 from flamespark.core.codec import pack, unpack
 from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row, punctuation_rows
-from flamespark.engines.spark.rows import END, LATE, concat, control_row, frame, pack_cause
+from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row, frame, pack_cause
 from flamespark.runtime.changes import Cause
 from flamespark.runtime.heap import runs_with_collections_paused
 from flamespark.runtime.progress import SourceProgress
@@ -31,7 +31,7 @@ class IngestProcessor(BlobProcessor):
     source that has delivered nothing to the partition for that long, by the
     micro-batches' times, stops holding the others back there. Each
     punctuation advances after the batch, and is passed on only when it rose.
-    With `changes`, each item row carries its event as the changelog's cause.
+    With `changes`, each item carries its event as the changelog's cause.
     """
 
     def __init__(self, topology, sources: list, reorder_latency: int, late: str, expected: dict | None = None,
@@ -55,7 +55,7 @@ class IngestProcessor(BlobProcessor):
         snapshot = self.load(None)
         if snapshot is not None:
             progress.restore(snapshot)
-        out = []
+        outbox = Outbox()
         for row in concat(rows).sort_values("seq", kind="stable").itertuples(index=False):
             if row.kind == END:
                 progress.end(row.target)
@@ -63,7 +63,8 @@ class IngestProcessor(BlobProcessor):
             item = progress.admit(row.target, row.ts, unpack(row.payload), row.arrival)
             if item is not None:
                 cause = self._cause(progress, row) if self.changes else None
-                out.extend(self.topology.rows_after(row.target, item, cause))
+                self.topology.send(outbox, row.target, item, cause)
+        out = outbox.rows()
         advanced = {(source, partition): time for source, time in progress.advance().items()}
         out.extend(punctuation_rows(advanced, self.topology.shard_keys))
         for source in sources:

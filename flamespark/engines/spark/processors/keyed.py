@@ -4,18 +4,17 @@ import time
 from barrier.barrier import Barrier
 from flamespark.core.errors import InternalError
 from flamespark.engines.spark.processors.blob import metric_row
-from flamespark.engines.spark.rows import CHANGE, ITEM, OUT, PUNCT, encode_time, item_row
+from flamespark.engines.spark.rows import CHANGE, ITEMS, OUT, PUNCT, Outbox, encode_time
 from flamespark.runtime.changes import StepChanges
 
 
-def apply_in_meta_order(topology, items, stage, barrier=None, changes: StepChanges | None = None) -> list:
-    """Run `(operator, item, cause)` triples in meta order on their states in `stage`; rows for what their
-    results reach, which carry the item's `cause`.
+def apply_in_meta_order(topology, items, stage, outbox, barrier=None, changes: StepChanges | None = None):
+    """Run `(operator, item, cause)` triples in meta order on their states in `stage`; what their results
+    reach goes into `outbox`, with the item's `cause`.
 
-    With a `barrier`, results that reach a sink go into it instead of becoming
-    rows, and into `changes` if given.
+    With a `barrier`, results that reach a sink go into it instead, and into
+    `changes` if given.
     """
-    out = []
     items = sorted(items, key=_item_identity)
     keys = stage.read(items)
     for index, ((operator, item, cause), key_data) in enumerate(zip(items, keys)):
@@ -28,13 +27,12 @@ def apply_in_meta_order(topology, items, stage, barrier=None, changes: StepChang
                 results = [*results, *waited]
         for result in results:
             if barrier is None:
-                out.extend(topology.rows_after(operator.name, result, cause))
+                topology.send(outbox, operator.name, result, cause)
                 continue
             for target, reached in topology.route(operator.name, result):
                 if target not in topology.plan.sinks:
                     raise InternalError(f"internal error: the last stage feeds keyed operator {target!r}")
                 push(barrier, changes, topology.plan.sinks[target], reached, cause)
-    return out
 
 
 def _item_identity(entry):
@@ -48,24 +46,27 @@ def push(barrier: Barrier, changes: StepChanges | None, sink: str, item, cause):
         changes.add((sink, item, cause))
 
 
-def change_rows(shard: int, changes: StepChanges | None) -> list:
-    """Rows for the changes of the batch's step (none without a changelog); a retraction is a tombstone row."""
-    if changes is None:
-        return []
-    return [item_row(CHANGE, change.sink, shard, change.item, change.cause) for change in changes.take()]
+def add_changes(outbox, shard: int, changes: StepChanges | None):
+    """Put the changes of the batch's step into `outbox` (none without a changelog); a retraction is a tombstone."""
+    if changes is not None:
+        for change in changes.take():
+            outbox.add(CHANGE, 0, shard, change.sink, change.item, change.cause)
 
 
-def split_rows(batch, targets):
-    """Rows for `targets`, and the rows that only pass through (neither those nor punctuations)."""
-    for_me = (batch["kind"] == ITEM) & batch["target"].isin(list(targets))
+def split_rows(batch, stage: int):
+    """The item bundles bound for `stage`, and the rows that only pass through (neither those nor punctuations)."""
+    for_me = (batch["kind"] == ITEMS) & (batch["seq"] == stage)
     return batch[for_me], batch[~for_me & (batch["kind"] != PUNCT)]
 
 
 def release(shard: int, barrier: Barrier, time_now, stored: int = 0) -> list:
-    """Rows for what `barrier` releases at `time_now`, and its metric row; `stored` items are held out of it."""
+    """Rows for what `barrier` releases at `time_now` (one bundle), and its metric row; `stored` items are held
+    out of it."""
     held = len(barrier) + stored
-    released = barrier.punctuate(time_now)
-    out = [item_row(OUT, sink, shard, item) for sink, item in released]
+    outbox = Outbox()
+    for sink, item in barrier.punctuate(time_now):
+        outbox.add(OUT, 0, shard, sink, item)
+    out = outbox.rows()
     out.append(metric_row("barrier", shard, {
         "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
         "held": held, "horizon": encode_time(barrier.horizon), "at": time.time(),

@@ -4,8 +4,17 @@ import math
 from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
-from flamespark.engines.spark.processors.keyed import apply_in_meta_order, change_rows, push, split_rows
-from flamespark.engines.spark.rows import COLUMNS, PUNCT, concat, decode_time, encode_time, frame, row_item
+from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
+from flamespark.engines.spark.rows import (
+    COLUMNS,
+    PUNCT,
+    Outbox,
+    bundle_items,
+    concat,
+    decode_time,
+    encode_time,
+    frame,
+)
 from flamespark.runtime.changes import StepChanges
 from flamespark.runtime.heap import runs_with_collections_paused
 
@@ -73,22 +82,23 @@ class StageProcessor(BlobProcessor):
         state = self.load({"horizons": {}, "barrier": None})
         horizons = Horizons(self.topology.partitions, state["horizons"])
         batch = concat(rows)
-        targets = list(self.operators) + (list(self.topology.plan.sinks) if self.final else [])
-        mine, passing = split_rows(batch, targets)
+        mine, passing = split_rows(batch, self.stage)
         if len(passing):
             yield passing[COLUMNS]
         stage = StageState(self.operators, self.buckets)
         stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
         barrier = stored.barrier if self.final else None
         changes = StepChanges() if self.final and self.changes else None
+        outbox = Outbox()
         items = []
-        for row in mine.itertuples(index=False):
-            if row.target in self.operators:
-                items.append((self.operators[row.target], row_item(row), row.cause))
+        for target, item, cause in bundle_items(mine.itertuples(index=False), decode=self.operators.__contains__):
+            if target in self.operators:
+                items.append((self.operators[target], item, cause))
             else:
-                push(barrier, changes, self.topology.plan.sinks[row.target], row_item(row), row.cause)
-        out = apply_in_meta_order(self.topology, items, stage, barrier, changes)
-        out.extend(change_rows(shard, changes))
+                push(barrier, changes, self.topology.plan.sinks[target], item, cause)
+        apply_in_meta_order(self.topology, items, stage, outbox, barrier, changes)
+        add_changes(outbox, shard, changes)
+        out = outbox.rows()
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         stage.punctuate(horizons.time)
         stage.save()

@@ -24,16 +24,20 @@ def test_collections_come_back_when_the_block_raises():
     assert gc.isenabled()
 
 
-def test_a_cycle_made_in_the_block_is_collected_at_its_end():
+def test_what_the_block_made_moves_to_the_oldest_generation_where_a_full_collection_takes_its_cycles():
     class Node:
         pass
 
     with collections_paused():
         node = Node()
         node.itself = node
-        before = len([o for o in gc.get_objects() if type(o) is Node])
+        kept = [Node()]
         del node
-    assert before == 1 and not [o for o in gc.get_objects() if type(o) is Node]
+    assert gc.get_freeze_count() == 0
+    assert [o for o in gc.get_objects(generation=2) if type(o) is Node] != []
+    assert not [o for o in gc.get_objects(generation=0) if type(o) is Node]
+    gc.collect()
+    assert [o for o in gc.get_objects() if type(o) is Node] == kept
 
 
 def test_a_local_run_runs_with_collections_paused():

@@ -199,11 +199,13 @@ class LocalRun:
             self._drop_operators()
         if self.step is not None:
             self.take_changes()
-        now = clock.perf_counter()
-        outputs, latencies = self.outputs, self.latencies_ms
-        for sink, item in self.barrier.punctuate(time):
-            outputs[sink].append(unpack(item.data))
-            latencies.append((now - item.arrival) * 1000.0)
+        released = self.barrier.punctuate(time)
+        if released:
+            now = clock.perf_counter()
+            outputs = self.outputs
+            for sink, item in released:
+                outputs[sink].append(unpack(item.data))
+            self.latencies_ms += [(now - item.arrival) * 1000.0 for _, item in released]
 
     def flush(self):
         """End a step: every boundary operator, in topological order, does the work it left waiting."""

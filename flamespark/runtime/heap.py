@@ -9,14 +9,16 @@ YOUNG_LIMIT = 5_000_000
 
 @contextmanager
 def collections_paused():
-    """Run the block with CPython's automatic collections off, then collect what it made.
+    """Run the block with CPython's automatic collections off, then hand what it made to the oldest generation.
 
     A run keeps many small objects for a while (items in flight, each key's
     recent steps), and automatic collections scan the ones still alive again
     and again as they age. The engine makes no reference cycles per item, so
     reference counting frees what it drops as it goes; a cycle that a user
-    function makes waits for `collect_if_crowded` or the collection at the
-    end of the block.
+    function makes waits for `collect_if_crowded`, or for the interpreter's
+    next full collection. What survives the block (a run's outputs, its
+    changelog) moves to the oldest generation unscanned: a collection of the
+    youngest one at the end would scan every object the run made and keeps.
 
     >>> with collections_paused():
     ...     gc.isenabled()
@@ -27,9 +29,10 @@ def collections_paused():
     try:
         yield
     finally:
+        gc.freeze()  # every tracked object moves to the permanent generation, and back to the oldest below
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
-        gc.collect(0)  # what the block made: older objects are not its to scan
 
 
 def collect_if_crowded():

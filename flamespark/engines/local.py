@@ -201,7 +201,7 @@ class LocalRun:
             self.take_changes()
         released = self.barrier.punctuate(time)
         if released:
-            now = clock.perf_counter()
+            now = clock.perf_counter()  # an output is out once the barrier has released it, as on Spark
             outputs = self.outputs
             for sink, item in released:
                 outputs[sink].append(unpack(item.data))

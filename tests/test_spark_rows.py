@@ -1,0 +1,40 @@
+"""Items between Spark stages: bundles of records, one row per kind, stage and shard."""
+import pytest
+
+pytest.importorskip("pyspark")
+
+from flamespark.core.codec import pack  # noqa: E402
+from flamespark.core.items import Item, Meta  # noqa: E402
+from flamespark.engines.spark.rows import COLUMNS, ITEMS, OUT, Outbox, bundle_items, frame  # noqa: E402
+
+
+def item(ts, payload, path=(0,), tombstone=False):
+    return Item(Meta(ts, "src", 7, path), payload, pack(payload), tombstone, 1.5)
+
+
+def test_an_outbox_makes_one_row_per_kind_stage_and_shard_whose_ts_is_its_latest_record():
+    outbox = Outbox()
+    outbox.add(ITEMS, 2, 0, "count", item(5, "a"))
+    outbox.add(ITEMS, 2, 0, "count", item(9, "b"))
+    outbox.add(ITEMS, 2, 1, "count", item(3, "c"))
+    outbox.add(ITEMS, 3, 0, "out", item(4, "d"), cause=b"why")
+    outbox.add(OUT, 0, 0, "out", item(1, "e"))
+    rows = frame(outbox.rows())
+    assert list(rows.columns) == COLUMNS
+    assert sorted(zip(rows["kind"], rows["seq"], rows["shard"], rows["ts"])) == [
+        (ITEMS, 2, 0, 9), (ITEMS, 2, 1, 3), (ITEMS, 3, 0, 4), (OUT, 0, 0, 1)]
+    assert outbox.rows() == []
+
+
+def test_bundled_items_come_back_as_they_went_with_payloads_decoded_where_asked():
+    sent = [("count", item(5, {"w": "a"}, path=(0, 2)), None), ("count", item(5, {"w": "a"}, tombstone=True), None),
+            ("out", item(6, [1, 2]), b"why")]
+    outbox = Outbox()
+    for target, one, cause in sent:
+        outbox.add(ITEMS, 1, 0, target, one, cause)
+    rows = frame(outbox.rows()).itertuples(index=False)
+    back = bundle_items(rows, decode=lambda target: target == "count")
+    assert [(target, one.meta, one.data, one.tombstone, one.arrival, cause) for target, one, cause in back] == [
+        (target, one.meta, one.data, one.tombstone, one.arrival, cause) for target, one, cause in sent]
+    assert all(type(one.meta) is Meta and type(one.meta.path) is tuple for _, one, _ in back)
+    assert [one.payload for _, one, _ in back] == [{"w": "a"}, {"w": "a"}, None]

@@ -1,5 +1,5 @@
-"""The SparkSession FlameSpark runs on: RocksDB state store (changelog checkpointing), quiet logs, workers that
-see our code."""
+"""The SparkSession FlameSpark runs on: RocksDB state store (changelog checkpointing), checkpoint files through
+Hadoop's FileSystem, quiet logs, workers that see our code."""
 import os
 import shutil
 import sys
@@ -10,6 +10,7 @@ from flamespark.core.errors import FlameSparkError
 from flamespark.engines.spark.interrupt import quiet_interrupts
 
 LOG_DIR = Path(tempfile.gettempdir()) / "flamespark-logs"
+CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 LOG_FILE = LOG_DIR / "spark.log"
 
 _LOG4J = """\
@@ -69,6 +70,10 @@ def spark_session(master: str | None = None, shards: int | None = None):
         )
         # A commit writes the batch's changes, not a snapshot of the store: every stage commits every batch.
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        # FlameSpark's checkpoints are local directories, where FileSystem's rename is atomic, as a checkpoint
+        # needs. Spark's default manager, through FileContext, took 50-70 ms a task to commit a state store
+        # here, against 3-15 ms.
+        .config("spark.sql.streaming.checkpointFileManagerClass", CHECKPOINT_FILE_MANAGER)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.session.timeZone", "UTC")

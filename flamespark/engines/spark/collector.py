@@ -10,7 +10,7 @@ import msgpack
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_time import batch_time
-from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_records, pack_meta, unpack_cause
+from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_records, unpack_cause
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
@@ -49,8 +49,7 @@ class BatchCollector:
             "batch": batch_id,
             "released_at": released_at,
             "outputs": [[sink, data, arrival] for sink, _, data, _, arrival, _ in outputs],
-            "changes": [[sink, pack_meta(meta), data, tombstone, arrival, cause]
-                        for sink, meta, data, tombstone, arrival, cause in changes],
+            "changes": changes,  # records as bundled: [sink, meta, data, tombstone, arrival, cause]
             "late": [r.payload for r in rows if r.kind == LATE],
             "metrics": [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC],
         }
@@ -138,7 +137,7 @@ def batch_changes(part) -> list:
     """The changes of one batch file, in their order."""
     changes = []
     for sink, meta, data, tombstone, arrival, cause in part["changes"]:
-        item = Item(Meta.load(msgpack.unpackb(meta)), None, data, tombstone, arrival)
+        item = Item(Meta.load(meta), None, data, tombstone, arrival)
         changes.append(Change(sink, RETRACT if tombstone else ADD, item, unpack_cause(cause) if cause else None))
     return changes
 

@@ -40,7 +40,7 @@ def test_flamespark_and_baseline_emit_one_count_per_event(spark, tmp_path):
     assert b["outputs"] == EVENTS
     assert a["batches"] == b["batches"] == len(a["progress"]) == len(b["progress"]) == 2
     split = progress.summarize(a, workload.FLAMESPARK_OPERATORS)["time"]
-    assert split["micro_batches"] == 2 and len(split["batches"][0]["operators"]) == 2
+    assert split["micro_batches"] == 2 and len(split["batches"][0]["operators"]) == 1
 
 
 def test_cli_writes_a_report_with_the_ratio_and_passing_checks(spark, tmp_path, capsys):

@@ -75,13 +75,35 @@ def test_a_source_ends_after_its_expected_count_late_events_included():
     assert progress.time() == 0
 
 
-def test_identical_events_get_successive_duplicate_indexes():
-    progress = SourceProgress(["a"])
+def test_identical_events_are_told_apart_by_their_positions_in_their_source():
+    progress = SourceProgress(["a", "b"], reorder_latency=0)
     first, second = progress.admit("a", 5, {"v": 1}, 1.5), progress.admit("a", 5, {"v": 1}, 2.5)
+    progress.admit("b", 5, {"v": 1}, 3.0)
     other = progress.admit("a", 5, {"v": 2}, 3.5)
-    assert (first.meta.path, second.meta.path, other.meta.path) == ((0,), (1,), (0,))
+    given = progress.admit("a", 6, {"v": 1}, 4.0, position=17)
+    assert (first.meta.path, second.meta.path, other.meta.path, given.meta.path) == ((0,), (1,), (2,), (17,))
     assert first.meta.tiebreak == second.meta.tiebreak != other.meta.tiebreak
     assert (first.meta.ts, first.meta.source, first.arrival) == (5, "a", 1.5)
+    progress.advance()
+    assert progress.admit("a", 5, {"v": 1}, 5.0) is None  # late ones count too: the next position is 5
+    assert progress.admit("a", 7, {"v": 1}, 6.0).meta.path == (5,)
+
+
+def test_a_resumed_source_judges_as_the_progress_that_saw_the_events_before():
+    events = [(10, 0), (4, 1), (30, 2), (12, 3), (29, 4), (40, 5)]
+    seen = SourceProgress(["a"], reorder_latency=5)
+    for ts, value in events[:3]:
+        seen.admit("a", ts, value, 0.0)
+    seen.advance()
+    resumed = SourceProgress(["a"], reorder_latency=5)
+    resumed.resume("a", 3, max(ts for ts, _ in events[:3]))
+    assert resumed.time() == seen.time() == 24
+    for ts, value in events[3:]:
+        expected, got = seen.admit("a", ts, value, 0.0), resumed.admit("a", ts, value, 0.0)
+        assert (got and (got.meta, got.data)) == (expected and (expected.meta, expected.data))
+    assert resumed.dead_letters == seen.dead_letters[-1:] and resumed.counts() == {
+        "events": 2, "late_dropped": 1, "late_adjusted": 0}
+    assert resumed.advance() == seen.advance() == {"a": 34}
 
 
 class FakeClock:

@@ -2,8 +2,8 @@
 
 `Meta` defines the total order of items: event time, then source name, then a
 tie-break derived from the event's payload, then the child path. A child path
-starts with the event's duplicate index (0 unless identical events arrived) and
-grows by one index per derivation step, so a derivative sorts after its parent
+starts with the event's position in its source's arrival order (which tells
+identical events apart) and grows by one index per derivation step, so a derivative sorts after its parent
 and before the parent's successor, and several outputs of one call keep their
 emission order.
 """

@@ -4,7 +4,8 @@ An engine hands a `SourceProgress` every event in arrival order (`admit`)
 and every end of input (`end`); at each punctuation point it calls
 `advance` and issues `time()`, the punctuation all sources support. The
 local engine keeps one for the whole run; the Spark engine rebuilds one per
-micro-batch from the `snapshot()` it keeps in its state store.
+micro-batch, from the `snapshot()` it keeps in its state store or, for a
+replayed source, from what the file holds before the batch (`resume`).
 """
 from __future__ import annotations
 
@@ -18,48 +19,19 @@ from flamespark.core.items import Item, Meta, encode, event_tiebreak
 POLICIES = ("drop", "adjust", "fail")
 
 
-class EventMinter:
-    """Makes source items: meta from the event itself, plus a duplicate index.
+def mint(source: str, ts: int, payload, arrival: float, position: int) -> Item:
+    """The item of an event: meta from the event itself, and its `position` (its 0-based place in its source's
+    arrival order) as the path, which tells identical events (same source, time and payload) apart.
 
-    Identical events (same source, time and payload) are told apart by how
-    many identical ones came before; which copy gets which index cannot
-    change any output, since the copies are interchangeable. A minter that
-    sees only `partition` of `partitions` disjoint parts of the input
-    numbers its copies `partition`, `partition + partitions`, ..., so no two
-    minters give identical events the same index.
+    Which copy gets which position cannot change any output, since the
+    copies are interchangeable; a position is the same on every replay of
+    the source, and unique without any count kept of the events before.
     """
-
-    def __init__(self, partition: int = 0, partitions: int = 1):
-        self._seen = {}
-        self._pruned_at = 0
-        self._partition = partition
-        self._partitions = partitions
-
-    def mint(self, source: str, ts: int, payload, arrival: float) -> Item:
-        try:
-            data = pack(payload)
-        except (TypeError, ValueError, OverflowError):
-            data = encode(payload, source, Meta(ts, source, 0, ()))  # raises the PayloadError naming the event
-        tiebreak = event_tiebreak(data)
-        identity = (ts, source, tiebreak)
-        duplicate = self._seen.get(identity, 0)
-        self._seen[identity] = duplicate + 1
-        index = duplicate * self._partitions + self._partition
-        return Item(Meta(ts, source, tiebreak, (index,)), payload, data, False, arrival)
-
-    def dump(self) -> list:
-        return [[ts, source, tiebreak, count] for (ts, source, tiebreak), count in self._seen.items()]
-
-    def load(self, dumped):
-        self._seen = {(ts, source, tiebreak): count for ts, source, tiebreak, count in dumped}
-        self._pruned_at = len(self._seen)
-
-    def forget(self, time):
-        """Drop duplicate counts at or below punctuation `time` (no such event can come again)."""
-        if len(self._seen) < 2 * self._pruned_at + 1024:
-            return
-        self._seen = {identity: n for identity, n in self._seen.items() if identity[0] > time}
-        self._pruned_at = len(self._seen)
+    try:
+        data = pack(payload)
+    except (TypeError, ValueError, OverflowError):
+        data = encode(payload, source, Meta(ts, source, 0, ()))  # raises the PayloadError naming the event
+    return Item(Meta(ts, source, event_tiebreak(data), (position,)), payload, data, False, arrival)
 
 
 @dataclass
@@ -98,17 +70,16 @@ class SourceProgress:
     lowest of the other sources'. Its silence counts from the first time
     the progress hears of it or of the clock.
 
-    A progress that sees `partition` of the `partitions` disjoint parts an
-    engine splits its sources' events into (the Spark engine's ingest
-    partitions) judges lateness by that part alone, and mints duplicate
-    indices that no other part mints (see EventMinter); `expected` then
-    counts that part's events.
+    A progress that sees one of the disjoint parts an engine splits its
+    sources' events into (the Spark engine's ingest partitions) judges
+    lateness by that part alone; the engine then gives each event's position
+    in its source, and `expected` counts that part's events.
 
     Options are taken as given: `flamespark.runtime.options` checks them.
     """
 
     def __init__(self, sources, reorder_latency: int = 0, late: str = "drop", expected: dict | None = None,
-                 idle_timeout: float | None = None, clock_ms=None, partition: int = 0, partitions: int = 1):
+                 idle_timeout: float | None = None, clock_ms=None):
         if idle_timeout is not None and clock_ms is None:
             raise InternalError("SourceProgress: an idle timeout needs a clock")
         self.reorder_latency = reorder_latency
@@ -118,12 +89,14 @@ class SourceProgress:
         self.clock_ms = clock_ms
         self.dead_letters = []
         self._sources = {source: _Source() for source in sources}
-        self._minter = EventMinter(partition, partitions)
         self._time = self._lowest()
 
-    def admit(self, source: str, ts: int, payload, arrival: float) -> Item | None:
-        """The event as an item with its meta, or None if it is late and dropped."""
+    def admit(self, source: str, ts: int, payload, arrival: float, position: int | None = None) -> Item | None:
+        """The event as an item with its meta, or None if it is late and dropped. Its `position` in its
+        source's arrival order is, if not given, how many of the source's events this progress saw before."""
         state = self._heard(source)
+        if position is None:
+            position = state.received
         state.received += 1
         if ts <= state.punctuation:
             ts = self._late(source, state, ts, payload)
@@ -132,7 +105,7 @@ class SourceProgress:
         state.events += 1
         if state.max_ts is None or ts > state.max_ts:
             state.max_ts = ts
-        return self._minter.mint(source, ts, payload, arrival)
+        return mint(source, ts, payload, arrival, position)
 
     def received(self, source: str) -> int:
         """How many events of `source` were handed to `admit`, late ones included."""
@@ -155,7 +128,6 @@ class SourceProgress:
             risen.update((source, state.punctuation) for source, state in self._sources.items()
                          if state.punctuation > before[source])
         self._time = self._lowest()
-        self._minter.forget(self._time)
         return risen
 
     def punctuation(self, source: str):
@@ -174,15 +146,21 @@ class SourceProgress:
 
     def snapshot(self) -> dict:
         """Everything but the dead letters, as plain msgpack-able data."""
-        return {"sources": {source: asdict(state) for source, state in self._sources.items()},
-                "seen": self._minter.dump()}
+        return {"sources": {source: asdict(state) for source, state in self._sources.items()}}
 
     def restore(self, snapshot: dict):
         """Take up where the progress that made `snapshot` left off."""
         for source, known in snapshot["sources"].items():
             if source in self._sources:
                 self._sources[source] = _Source(**known)
-        self._minter.load(snapshot["seen"])
+        self._time = self._lowest()
+
+    def resume(self, source: str, received: int, latest: int | None):
+        """Take up `source` after `received` events that another progress saw and advanced past, the latest
+        at time `latest` (None if none); its counts start from zero."""
+        state = self._heard(source)
+        state.received, state.max_ts = received, latest
+        state.punctuation = self._supported(source, state)
         self._time = self._lowest()
 
     def _lowest(self):

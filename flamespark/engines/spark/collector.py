@@ -35,7 +35,9 @@ class BatchCollector:
         self.progress = progress
         self.output = None if output is None else Path(output)
         self.output_format = output_format
-        self.latest = _latest_metrics(self.parts()) if progress else {}
+        parts = self.parts() if progress else []
+        self.latest = _latest_metrics(parts)
+        self.events = _ingest_counts(parts)["events"]
 
     def __call__(self, frame, batch_id):
         rows = _rows(frame)
@@ -72,13 +74,13 @@ class BatchCollector:
                 write_values(self.output / f"{sink}.changes" / name, changes, "jsonl")
 
     def _show(self, part):
-        """One status line, rewritten in place, from the stages' cumulative counters (they survive restarts)."""
+        """One status line, rewritten in place, from the batches' counters (they survive restarts)."""
         self.latest.update(_latest_metrics([part]))
-        events = sum(m["events"] for (stage, *_), m in self.latest.items() if stage == "ingest")
-        released = sum(m["released"] for (stage, *_), m in self.latest.items() if stage == "barrier")
-        held = sum(m["held"] for (stage, *_), m in self.latest.items() if stage == "barrier")
+        self.events += _ingest_counts([part])["events"]
+        released = sum(m["released"] for m in self.latest.values())
+        held = sum(m["held"] for m in self.latest.values())
         sys.stderr.write(
-            f"\rbatch {part['batch']}: {events} event(s) in, {released} released, up to {held} held at the barrier   "
+            f"\rbatch {part['batch']}: {self.events} event(s) in, {released} released, up to {held} held at the barrier   "
         )
         sys.stderr.flush()
 
@@ -87,13 +89,26 @@ class BatchCollector:
 
 
 def _latest_metrics(parts) -> dict:
-    """The last metric row of every (stage, source, shard or ingest partition); their counters are cumulative."""
+    """The last barrier metric row of every shard, by shard; their counters are cumulative."""
     latest = {}
     for part in parts:
         for stage, shard, payload in part["metrics"]:
-            values = msgpack.unpackb(payload)
-            latest[(stage, values.get("source"), shard)] = values
+            if stage == "barrier":
+                latest[shard] = msgpack.unpackb(payload)
     return latest
+
+
+def _ingest_counts(parts) -> dict:
+    """Events admitted, dropped and adjusted as late, summed over the ingest rows of `parts` (each counts
+    its own batch)."""
+    totals = {"events": 0, "late_dropped": 0, "late_adjusted": 0}
+    for part in parts:
+        for stage, _, payload in part["metrics"]:
+            if stage == "ingest":
+                values = msgpack.unpackb(payload)
+                for key in totals:
+                    totals[key] += values[key]
+    return totals
 
 
 def _batch_starts(progress) -> list:
@@ -169,20 +184,19 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             outputs[sink].append(unpack(data))
             latencies.append((part["released_at"] - arrival) * 1000.0)
     late = [unpack(payload) for part in parts for payload in part["late"]]
-    latest = _latest_metrics(parts)
-    barrier = [m for (stage, *_), m in latest.items() if stage == "barrier"]
-    ingest = [m for (stage, *_), m in latest.items() if stage == "ingest"]
+    barrier = list(_latest_metrics(parts).values())
+    ingest = _ingest_counts(parts)
     held_per_batch = [
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
     delays = release_delays(parts, progress, paced)
     metrics = run_metrics(
-        events=sum(m["events"] for m in ingest),
+        events=ingest["events"],
         arrived=sum(m["arrived"] for m in barrier),
         tombstones=sum(m["tombstones"] for m in barrier),
         released=sum(m["released"] for m in barrier),
-        late_dropped=sum(m["late_dropped"] for m in ingest),
-        late_adjusted=sum(m["late_adjusted"] for m in ingest),
+        late_dropped=ingest["late_dropped"],
+        late_adjusted=ingest["late_adjusted"],
         peak_buffered=max(held_per_batch, default=0),
         wall_s=wall_s,
         latencies_ms=latencies,

@@ -15,11 +15,12 @@ from flamespark.engines.spark.processors import (
     BufferedBarrierProcessor,
     BufferedStageProcessor,
     IngestProcessor,
+    ReplayIngest,
     StageProcessor,
 )
 from flamespark.engines.spark.files import file_stream
 from flamespark.engines.spark.interrupt import interrupt_flag
-from flamespark.engines.spark.replay import ReplaySource, write_replay_file
+from flamespark.engines.spark.replay import ReplaySource, ingesting_source, write_replay_file
 from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
     EVENT_TIME_SHIFT_MS,
@@ -70,8 +71,10 @@ def _watermarked(stream, reorder_latency):
     return stream.withColumn("event_time", event_time).withWatermark("event_time", f"{reorder_latency + 1} milliseconds")
 
 
-def _replay_stream(spark, source, path, rate, max_rows, keys):
-    reader = (spark.readStream.format(ReplaySource.name()).option("path", str(path)).option("source", source)
+def _replay_stream(spark, source, path, rate, max_rows, keys, ingest=None):
+    source_class = ReplaySource if ingest is None else ingesting_source(ingest)
+    spark.dataSource.register(source_class)
+    reader = (spark.readStream.format(source_class.name()).option("path", str(path)).option("source", source)
               .option("keys", ",".join(map(str, keys))))
     if rate:
         reader = reader.option("rate", str(rate))
@@ -120,20 +123,28 @@ def _ingest_partitions(prepared: dict, partitions: int) -> dict:
     return {source: partitions if how[0] == "replay" else 1 for source, how in prepared.items()}
 
 
-def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None):
-    """Each source's raw event rows, keyed by ingest partition, and the event counts that end finite directory sources."""
-    spark.dataSource.register(ReplaySource)
-    streams, expected = {}, {}
+def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, replay_ingest=None):
+    """Each source's rows, the event counts that end finite directory sources, and the sources whose rows
+    come ingested.
+
+    With `replay_ingest` (a function of the source name giving its
+    ReplayIngest), a replayed source is ingested as it is read; any other
+    source gives raw event rows, keyed by ingest partition.
+    """
+    streams, expected, ingested = {}, {}, []
     for source, how in prepared.items():
         keys = topology.ingest_keys[:topology.partitions[source]]
         if how[0] == "replay":
-            streams[source] = _replay_stream(spark, source, how[1], rate, max_rows, keys)
+            ingest = replay_ingest(source) if replay_ingest else None
+            streams[source] = _replay_stream(spark, source, how[1], rate, max_rows, keys, ingest)
+            if ingest is not None:
+                ingested.append(source)
             continue
         _, directory, fmt, count = how
         streams[source] = file_stream(spark, source, directory, fmt, keys[0])
         if count is not None:
             expected[source] = count
-    return streams, expected
+    return streams, expected, ingested
 
 
 def _union(streams):
@@ -144,8 +155,10 @@ def _union(streams):
     return union
 
 
-def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None, changes=False):
-    """Each source's raw event rows -> ingest -> stages (the last with the barrier) -> released rows.
+def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None, changes=False,
+                ingested=()):
+    """Each source's rows -> ingest (unless `ingested` already) -> stages (the last with the barrier) ->
+    released rows.
 
     With `changes`, the barrier's stage also emits each batch's changelog rows.
     """
@@ -154,13 +167,18 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
         processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
         return _process(stream, processor, "shard")
 
+    raw = [source for source in streams if source not in ingested]
     if topology.mode == "buffered":
         # As a Spark user writes it: a watermark per input, so that Spark's watermark is their minimum.
-        stream = _union(_watermarked(ingest(rows, [source]), reorder_latency) for source, rows in streams.items())
+        stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, reorder_latency)
+                        for source, rows in streams.items())
         for stage in range(1, topology.stages + 1):
             stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
         return _process(stream, BufferedBarrierProcessor(topology, changes), "shard", timed=True)
-    stream = ingest(_union(streams.values()), list(streams))
+    parts = [streams[source] for source in ingested]
+    if raw:
+        parts.append(ingest(_union(streams[source] for source in raw), raw))
+    stream = _union(parts)
     last = max(topology.stages, 1)
     for stage in range(1, last + 1):
         stream = _process(stream, StageProcessor(topology, stage, final=stage == last, changes=changes), "shard")
@@ -209,8 +227,13 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
             "idle_timeout": idle_timeout, "shards": shards, "ingest_partitions": partitions,
             "inputs": _fingerprint(prepared), "changes": options.changes, "state_layout": STATE_LAYOUT,
         }, started=(workdir / "checkpoint").exists())
-        streams, expected = source_streams(spark, prepared, topology, rate, max_rows_per_batch)
-        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes)
+        # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
+        replay_ingest = None if idle_timeout is not None else (
+            lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
+        streams, expected, ingested = source_streams(spark, prepared, topology, rate, max_rows_per_batch,
+                                                     replay_ingest)
+        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes,
+                             ingested)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,
                                    output=output, output_format=output_format)
@@ -229,7 +252,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
-                        changes=options.changes, stage_names=topology.stage_names())
+                        changes=options.changes, stage_names=topology.stage_names(set(streams) - set(ingested)))
     finally:
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -5,13 +5,19 @@ Offsets are record indexes, so a query restarted from its checkpoint replays
 exactly the batches it logged. Index `n` (the number of records) is a synthetic
 end-of-input row. With option `keys` (comma-separated ingest partition keys),
 record `i` carries key `i % len(keys)` in its `shard` column, the same on every
-replay, and every key gets an end-of-input row. With a rate, an event's arrival time is when it became due
-on the replay clock; the clock starts after the first (warm-up) batch, which
-carries one event, since Spark's first batch is slow.
+replay, and every key gets an end-of-input row. A source made by
+`ingesting_source` ingests where it reads (processors.ingest.ReplayIngest):
+each ingest partition's records in a task of its own, told how many of the
+partition's records came before and the latest time among them. With a rate,
+an event's arrival time is when it became due on the replay clock; the clock
+starts after the first (warm-up) batch, which carries one event, since
+Spark's first batch is slow.
 """
 import time
+import uuid
 
 import msgpack
+import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
@@ -29,18 +35,21 @@ def write_replay_file(path, events):
     return count
 
 
-def _record_offsets(path) -> list:
-    """Byte offset of every record, plus the end of the file."""
-    offsets = [0]
+def _scan(path) -> tuple:
+    """The byte offset of every record, plus the end of the file, and every record's event time."""
+    offsets, times = [0], []
     with open(path, "rb") as handle:
         unpacker = msgpack.Unpacker(handle)
-        for _ in unpacker:
+        for ts, _ in unpacker:
             offsets.append(unpacker.tell())
-    return offsets
+            times.append(ts)
+    return offsets, np.array(times, dtype=np.int64)
 
 
 class ReplaySource(DataSource):
     """`spark.readStream.format("flamespark-replay").option("path", ...).option("source", ...)`."""
+
+    ingest = None  # what a source made by `ingesting_source` ingests with
 
     @classmethod
     def name(cls):
@@ -50,26 +59,36 @@ class ReplaySource(DataSource):
         return ROW_SCHEMA
 
     def streamReader(self, schema):
-        return ReplayReader(self.options)
+        return ReplayReader(self.options, self.ingest)
+
+
+def ingesting_source(ingest) -> type:
+    """A ReplaySource that ingests its records with `ingest` (a processors.ingest.ReplayIngest) as it reads
+    them, under a format name of its own: registering it carries `ingest` to the tasks that read."""
+    name = f"flamespark-replay-{uuid.uuid4().hex}"
+    return type("IngestingReplaySource", (ReplaySource,), {"ingest": ingest, "name": classmethod(lambda cls: name)})
 
 
 class ReplayPartition(InputPartition):
-    """Records `start` to `end` of the file, spread over ingest partition `keys`."""
+    """Records `start` to `end` of the file, spread over ingest partition `keys`; for an ingesting source,
+    only those of ingest partition `only`, after `received` earlier ones there, the latest at `latest`."""
 
-    def __init__(self, start, end, byte_start, clock, keys):
+    def __init__(self, start, end, byte_start, clock, keys, only=None, received=0, latest=None):
         self.start, self.end, self.byte_start, self.clock, self.keys = start, end, byte_start, clock, keys
+        self.only, self.received, self.latest = only, received, latest
 
 
 class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Runs in one long-lived driver-side process, so the replay clock persists across calls."""
 
-    def __init__(self, options):
+    def __init__(self, options, ingest=None):
+        self.ingest = ingest
         self.path = options["path"]
         self.source = options["source"]
         self.rate = float(options.get("rate") or 0)
         self.max_rows = int(options.get("maxRowsPerBatch") or 0)
         self.keys = [int(key) for key in options.get("keys", "0").split(",")]
-        self.offsets = _record_offsets(self.path)
+        self.offsets, self.times = _scan(self.path)
         self.events = len(self.offsets) - 1
         self.total = self.events + 1
         self.clock = None
@@ -119,23 +138,44 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if last <= first:
             return []
         clock = (self.clock[0], self.clock[1], self.rate) if self.clock and self.rate > 0 else None
-        return [ReplayPartition(first, last, self.offsets[min(first, self.events)], clock, self.keys)]
+        byte_start = self.offsets[min(first, self.events)]
+        if self.ingest is None:
+            return [ReplayPartition(first, last, byte_start, clock, self.keys)]
+        return [ReplayPartition(first, last, byte_start, clock, self.keys, only, *self._before(first, only))
+                for only in range(len(self.keys))]
+
+    def _before(self, first, only) -> tuple:
+        """How many records of ingest partition `only` come before record `first`, and their latest time."""
+        earlier = self.times[only:first:len(self.keys)]
+        return len(earlier), (int(earlier.max()) if len(earlier) else None)
 
     def read(self, partition):
+        if self.ingest is None:
+            yield from self._rows(partition)
+            return
+        events = ((kind, source, ts, data, arrival, seq)
+                  for kind, source, _, ts, _, data, _, arrival, seq, _ in self._rows(partition))
+        yield from self.ingest(partition.only, partition.received, partition.latest, events)
+
+    def _rows(self, partition):
+        """The partition's event rows, then end-of-input rows if it holds the end."""
         now = time.time()
-        source, keys = self.source, partition.keys
+        source, keys, only = self.source, partition.keys, partition.only
         index = partition.start
         with open(self.path, "rb") as handle:
             handle.seek(partition.byte_start)
             unpacker = msgpack.Unpacker(handle)
             while index < min(partition.end, self.events):
                 ts, data = unpacker.unpack()
-                arrival = self._arrival(partition.clock, index, now)
-                yield (EVENT, source, keys[index % len(keys)], ts, b"", data, False, arrival, index, None)
+                spread = index % len(keys)
+                if only is None or spread == only:
+                    arrival = self._arrival(partition.clock, index, now)
+                    yield (EVENT, source, keys[spread], ts, b"", data, False, arrival, index, None)
                 index += 1
         if partition.start <= self.events < partition.end:
-            for key in keys:
-                yield (END, source, key, INFINITY, b"", b"", False, now, self.events, None)
+            for spread, key in enumerate(keys):
+                if only is None or spread == only:
+                    yield (END, source, key, INFINITY, b"", b"", False, now, self.events, None)
 
     @staticmethod
     def _arrival(clock, index, now):

@@ -8,7 +8,8 @@ from operators import BufferSort
 class Topology:
     """The plan's boundary operators assigned to stages, one keyed Spark operator each.
 
-    Stage 0 ingests the sources; a boundary operator (keyed operator or the
+    Stage 0 ingests the sources (in their read tasks, or in an ingest
+    operator); a boundary operator (keyed operator or the
     baseline's buffer) runs one stage after the latest stage its input comes
     from, and the keyed operator behind a buffer shares the buffer's stage;
     stateless operators run inline, in the stage that produced their input.
@@ -71,14 +72,16 @@ class Topology:
                 shard = self.shard_keys[shard_of(self.keyed_behind(target).key_of(reached), self.shards)]
             outbox.add(ITEMS, self.stage_of[target], shard, target, reached, cause)
 
-    def stage_names(self) -> list:
-        """What each stateful operator of the query runs, from the sources on (the buffered baseline ingests
-        each source in an operator of its own, and releases in one after the last stage)."""
+    def stage_names(self, ingesting) -> list:
+        """What each stateful operator of the query runs, from the sources on, when the sources `ingesting`
+        go through an ingest operator (the others are ingested as they are read): the buffered baseline
+        ingests each source in an operator of its own, and releases in one after the last stage."""
         def named(stage, *extra):
             return f"{stage}: " + ", ".join([*self.boundary_operators(stage), *extra])
 
         if self.mode == "buffered":
             stages = [named(stage) for stage in range(1, self.stages + 1)]
-            return ["0: ingest"] * len(self.sources) + stages + [f"{self.stages + 1}: barrier"]
+            return ["0: ingest"] * len(ingesting) + stages + [f"{self.stages + 1}: barrier"]
         last = max(self.stages, 1)
-        return ["0: ingest"] + [named(stage, *(["barrier"] if stage == last else [])) for stage in range(1, last + 1)]
+        ingest = ["0: ingest"] if ingesting else []
+        return ingest + [named(stage, *(["barrier"] if stage == last else [])) for stage in range(1, last + 1)]

@@ -7,8 +7,9 @@ or `benchmark.benchmark(settings.Settings(events=..., keys=..., ...))`, which re
 Both queries count events per key, one output per event, on one SparkSession:
 
 A. FlameSpark: `source("events").stateful(key, count).sink("counts")` through
-   `flamespark.run(engine="spark")`: ingest, and one keyed stage holding the
-   barrier, two `transformWithStateInPandas` operators, exact in event-time order.
+   `flamespark.run(engine="spark")`: ingest in the replay source's read tasks,
+   then one keyed stage holding the barrier, one `transformWithStateInPandas`
+   operator, exact in event-time order.
 B. What a Spark user writes when order does not matter: the same replay file
    through the same replay source (same micro-batches), a `mapInArrow` that
    decodes the msgpack payload to its key, then `groupBy(key)` and one

@@ -47,8 +47,8 @@ def make_report(settings: Settings, runs: list, warmup: list, reorder_latency: i
                   "batch_rows": settings.batch_rows,
                   "reorder_latency_ms": reorder_latency},
         "queries": {
-            "flamespark": "flamespark.run(engine='spark'): replay -> ingest TWS (one group) -> stateful count TWS "
-                          "+ barrier (by shard) -> foreachBatch",
+            "flamespark": "flamespark.run(engine='spark'): replay + ingest (in the read tasks) -> stateful count "
+                          "TWS + barrier (by shard) -> foreachBatch",
             "baseline": f"replay -> mapInArrow (decode key) -> groupBy({settings.baseline}) TWS "
                         + ("(ValueState count per key)" if settings.baseline == "key" else "(msgpack dict per shard)")
                         + " -> foreachBatch",

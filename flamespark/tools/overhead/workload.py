@@ -11,7 +11,7 @@ from flamespark.tools.disorder import disorder_events
 from flamespark.graph import Graph
 
 # The stateful operators of FlameSpark's query for the running count, in plan order.
-FLAMESPARK_OPERATORS = ["ingest", "stage 1 + barrier"]
+FLAMESPARK_OPERATORS = ["stage 1 + barrier"]
 
 
 def make_events(events: int, keys: int, spacing_ms: int, percent: float, stddev_ms: float, seed: int) -> list:

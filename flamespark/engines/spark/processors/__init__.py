@@ -19,10 +19,11 @@ in few round trips), `held` (barrier and buffers' held items), `ingest`,
 from flamespark.engines.spark.processors.buckets import LAYOUT as BUCKET_LAYOUT
 from flamespark.engines.spark.processors.buffered import LAYOUT as BUFFER_LAYOUT
 from flamespark.engines.spark.processors.buffered import BufferedBarrierProcessor, BufferedStageProcessor
-from flamespark.engines.spark.processors.ingest import IngestProcessor
+from flamespark.engines.spark.processors.ingest import IngestProcessor, ReplayIngest
 from flamespark.engines.spark.processors.stage import StageProcessor
 
 # The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
-STATE_LAYOUT = f"buckets: {BUCKET_LAYOUT}; buffers: {BUFFER_LAYOUT}"
+STATE_LAYOUT = f"buckets: {BUCKET_LAYOUT}; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch"
 
-__all__ = ["STATE_LAYOUT", "BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "StageProcessor"]
+__all__ = ["STATE_LAYOUT", "BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "ReplayIngest",
+           "StageProcessor"]

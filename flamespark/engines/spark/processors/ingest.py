@@ -1,12 +1,53 @@
-"""Stage 0: events in, in arrival order; items with meta, late events, and each source's punctuations out."""
+"""Ingest: events in, in arrival order; items with meta, late events, and each source's punctuations out.
+
+A replayed source is ingested where it is read (`ReplayIngest`, in the
+source's read tasks), since what ingest needs of the events before a batch
+is a function of the file alone; the others (a directory, or any source of
+a run with an idle timeout, which judges by the batches' clock) go through
+`IngestProcessor`, a keyed operator that keeps its SourceProgress in
+Spark's state store. Both run `ingest_events` on a batch.
+"""
 import time
 
 from flamespark.core.codec import pack, unpack
 from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row, punctuation_rows
 from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row, frame, pack_cause
 from flamespark.runtime.changes import Cause
-from flamespark.runtime.heap import runs_with_collections_paused
+from flamespark.runtime.heap import collections_paused, runs_with_collections_paused
 from flamespark.runtime.progress import SourceProgress
+
+
+def ingest_events(progress, events, topology, partition: int, sources: list, changes: bool) -> list:
+    """The rows one ingest partition makes of a batch's `(kind, source, ts, payload bytes, arrival, seq)`
+    events, in arrival order: item bundles, then punctuations that rose, dead letters and each source's
+    counts in this batch (a metric row).
+
+    An event's position in its source is its `seq` when the source is spread
+    over partitions, else counted by `progress`; with `changes`, each item
+    carries its event as the changelog's cause.
+    """
+    before = {source: progress.counts(source) for source in sources}
+    outbox = Outbox()
+    for kind, source, ts, payload, arrival, seq in events:
+        if kind == END:
+            progress.end(source)
+            continue
+        position = seq if topology.partitions[source] > 1 else None
+        item = progress.admit(source, ts, unpack(payload), arrival, position)
+        if item is not None:
+            # The event's position is the first step of its item's path (see progress.mint).
+            cause = pack_cause(Cause(source, ts, item.meta.path[0])) if changes else None
+            topology.send(outbox, source, item, cause)
+    out = outbox.rows()
+    advanced = {(source, partition): time for source, time in progress.advance().items()}
+    out.extend(punctuation_rows(advanced, topology.shard_keys))
+    for source in sources:
+        out.extend(control_row(LATE, source, payload=pack(dead))
+                   for dead in progress.dead_letters if dead["source"] == source)
+        counts = progress.counts(source)
+        batch = {key: counts[key] - before[source][key] for key in counts}
+        out.append(metric_row("ingest", partition, dict(batch, source=source)))
+    return out
 
 
 def _batch_time_ms(timerValues) -> int:
@@ -31,7 +72,6 @@ class IngestProcessor(BlobProcessor):
     source that has delivered nothing to the partition for that long, by the
     micro-batches' times, stops holding the others back there. Each
     punctuation advances after the batch, and is passed on only when it rose.
-    With `changes`, each item carries its event as the changelog's cause.
     """
 
     def __init__(self, topology, sources: list, reorder_latency: int, late: str, expected: dict | None = None,
@@ -50,33 +90,39 @@ class IngestProcessor(BlobProcessor):
         now = _batch_time_ms(timerValues)
         sources = [source for source in self.sources if partition < self.topology.partitions[source]]
         progress = SourceProgress(sources, self.reorder_latency, self.late, self.expected, self.idle_timeout,
-                                  clock_ms=lambda: now, partition=partition,
-                                  partitions=max(self.topology.partitions.values()))
+                                  clock_ms=lambda: now)
         snapshot = self.load(None)
         if snapshot is not None:
             progress.restore(snapshot)
-        outbox = Outbox()
-        for row in concat(rows).sort_values("seq", kind="stable").itertuples(index=False):
-            if row.kind == END:
-                progress.end(row.target)
-                continue
-            item = progress.admit(row.target, row.ts, unpack(row.payload), row.arrival)
-            if item is not None:
-                cause = self._cause(progress, row) if self.changes else None
-                self.topology.send(outbox, row.target, item, cause)
-        out = outbox.rows()
-        advanced = {(source, partition): time for source, time in progress.advance().items()}
-        out.extend(punctuation_rows(advanced, self.topology.shard_keys))
-        for source in sources:
-            out.extend(control_row(LATE, source, payload=pack(dead))
-                       for dead in progress.dead_letters if dead["source"] == source)
-            out.append(metric_row("ingest", partition, dict(progress.counts(source), source=source)))
+        batch = concat(rows).sort_values("seq", kind="stable")
+        events = zip(*(batch[column].tolist() for column in ("kind", "target", "ts", "payload", "arrival", "seq")))
+        out = ingest_events(progress, events, self.topology, partition, sources, self.changes)
         self.save(progress.snapshot())
         yield frame(out)
 
-    def _cause(self, progress, row) -> bytes:
-        """The event of `row`, packed as the changelog names it: a source spread over partitions carries its
-        position in `seq`; one in a single partition is counted here, in arrival order."""
-        source = row.target
-        position = row.seq if self.topology.partitions[source] > 1 else progress.received(source) - 1
-        return pack_cause(Cause(source, row.ts, position))
+
+class ReplayIngest:
+    """Ingest of one replayed source in its read tasks, one task per ingest partition.
+
+    What a partition's progress knows at the start of a batch is a function
+    of the source's file up to the batch: how many of the partition's events
+    came before, and the latest time among them (a late event is never the
+    latest, so whether earlier ones were late does not matter); lateness is
+    judged by the punctuation that supports. So no state is kept, and a
+    batch replayed after a restart makes the same rows.
+    """
+
+    def __init__(self, topology, source: str, reorder_latency: int, late: str, changes: bool = False):
+        self.topology = topology
+        self.source = source
+        self.reorder_latency = reorder_latency
+        self.late = late
+        self.changes = changes
+
+    def __call__(self, partition: int, received: int, latest, events) -> list:
+        """The rows of a batch's `events` in `partition`, after `received` earlier ones there, the latest at
+        event time `latest` (None if none)."""
+        progress = SourceProgress([self.source], self.reorder_latency, self.late)
+        progress.resume(self.source, received, latest)
+        with collections_paused():
+            return ingest_events(progress, events, self.topology, partition, [self.source], self.changes)

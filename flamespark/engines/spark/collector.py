@@ -2,6 +2,7 @@
 import sys
 import time
 from collections import namedtuple
+from operator import itemgetter
 from datetime import datetime
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import msgpack
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_time import batch_time
-from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_records, unpack_cause
+from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_tuples, unpack_cause
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
@@ -43,7 +44,7 @@ class BatchCollector:
         rows = _rows(frame)
         released_at = time.time()
         outputs = _records(rows, OUT)
-        outputs.sort(key=lambda r: (r[1], r[2]))
+        outputs.sort(key=itemgetter(1, 2))  # meta, then data
         # A batch's changes are one step, netted already: their order is free, so retractions go first.
         changes = _records(rows, CHANGE)
         changes.sort(key=lambda r: (r[1], not r[3], r[2]))
@@ -158,8 +159,8 @@ def batch_changes(part) -> list:
 
 
 def _records(rows, kind: str) -> list:
-    """The records of the batch's bundle rows of `kind` (see rows.Outbox)."""
-    return [record for row in rows if row.kind == kind for record in bundle_records(row.payload)]
+    """The records of the batch's bundle rows of `kind`, as tuples (see rows.bundle_tuples)."""
+    return [record for row in rows if row.kind == kind for record in bundle_tuples(row.payload)]
 
 
 _Row = namedtuple("_Row", COLUMNS)

@@ -90,10 +90,15 @@ class Outbox:
         return rows
 
 
+def bundle_tuples(data: bytes) -> tuple:
+    """The records of a bundle row's payload as tuples (see Outbox), each meta a plain tuple, which orders as
+    its `Meta` would: enough for what only sorts and stores records."""
+    return msgpack.unpackb(data, use_list=False)
+
+
 def bundle_records(data: bytes) -> list:
     """The records of a bundle row's payload, with their meta as a `Meta` (see Outbox)."""
-    records = msgpack.unpackb(data, use_list=False)
-    return [(target, new_meta(Meta, meta), *rest) for target, meta, *rest in records]
+    return [(target, new_meta(Meta, meta), *rest) for target, meta, *rest in bundle_tuples(data)]
 
 
 def bundle_items(rows, decode=lambda target: True) -> list:

@@ -1,4 +1,5 @@
-"""The keyed Spark operators: ingest, and stages of boundary operators, the last with the barrier.
+"""The keyed Spark operators: ingest, and stages of boundary operators, the last with the barrier; and
+`ReplayIngest`, which ingests a replayed source in the tasks that read it, with no state.
 
 Each is a `StatefulProcessor` for `transformWithStateInPandas` that keeps a
 small msgpack value per grouping key (a source, or a shard) in a ValueState,
@@ -12,7 +13,8 @@ micro-batch.
 
 Modules: `blob` (the small value and control rows), `buckets` (keyed
 operators' state), `pipelined` (a map state's reads and writes of many keys
-in few round trips), `held` (barrier and buffers' held items), `ingest`,
+in few round trips), `held` (barrier and buffers' held items), `ingest`
+(both ways),
 `keyed` (operators and barrier on a batch), `stage` (optimistic), `buffered`
 (the baseline).
 """

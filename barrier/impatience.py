@@ -15,7 +15,7 @@ a numpy stable argsort (a radix sort when the keys span less than 2**16).
 """
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from functools import partial
 from heapq import heapify, heappop, heappush
 from math import inf
@@ -203,6 +203,14 @@ class ImpatienceSorter:
     def runs(self):
         """Number of sorted runs held."""
         return len(self._keys)
+
+    def at(self, ts):
+        """The buffered values with key ``ts``, in push order; nothing is removed."""
+        values = []
+        for keys, vals, s in zip(reversed(self._keys), reversed(self._vals), reversed(self._start)):
+            lo = bisect_left(keys, ts, s)
+            values += vals[lo:bisect_right(keys, ts, lo)]  # oldest run first, as `flush` merges them
+        return values
 
     def snapshot(self):
         """The buffered ``(ts, value)`` pairs in ``ts`` order, as ``flush`` would give them; nothing is removed."""

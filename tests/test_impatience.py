@@ -49,6 +49,9 @@ class Reference:
         out.sort(key=lambda e: e[:2])
         return [e[2] for e in out]
 
+    def at(self, ts):
+        return [value for key, _, value in self.items if key == ts]
+
 
 @pytest.mark.parametrize("make", SORTERS, ids=SORTER_IDS)
 def test_paper_example(make):
@@ -100,7 +103,9 @@ def test_equal_keys_keep_push_order(make):
         s.push(ts, v)
         check_runs(s)
     assert s.runs > 2
+    assert s.at(5) == ["a", "c", "e", "f", "i"] and s.at(7) == []
     assert s.flush(4) == ["g"]
+    assert s.at(4) == [] and s.at(6) == ["b", "d", "h"]
     assert s.flush(5) == ["a", "c", "e", "f", "i"]
     assert s.flush(math.inf) == ["b", "d", "h"]
 
@@ -192,6 +197,8 @@ def run_against_reference(make, script, key=lambda x: x):
         else:
             T = x if x == math.inf else key(x)
             assert s.flush(T) == ref.flush(T)
+        if x != math.inf:
+            assert s.at(key(x)) == ref.at(key(x))
         assert len(s) == len(ref.items)
         assert s.min_ts == min((e[0] for e in ref.items), default=None)
         check_runs(s)

@@ -2,16 +2,18 @@
 import math
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import flamespark as fs
+from barrier import barrier as barrier_module
 from barrier.barrier import Barrier
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
 from tests import graphs
 
 
-def item(ts, payload, tombstone=False):
-    return Item(Meta(ts, "s", 0, (0,)), payload, pack(payload), tombstone)
+def item(ts, payload, tombstone=False, arrival=0.0):
+    return Item(Meta(ts, "s", 0, (0,)), payload, pack(payload), tombstone, arrival)
 
 
 @pytest.mark.parametrize("tombstone_first", [True, False])
@@ -41,6 +43,74 @@ def test_tombstone_that_never_met_its_item_is_loud():
     barrier.push("out", item(2, "ghost", tombstone=True))
     with pytest.raises(fs.InternalError, match="never met their item"):
         barrier.punctuate(2)
+
+
+def test_settle_cancels_pairs_before_their_punctuation(monkeypatch):
+    barrier = Barrier()
+    barrier.settle()
+    for entry in (item(2, "old"), item(3, "kept"), item(2, "old", tombstone=True)):
+        barrier.push("out", entry)
+    barrier.settle()
+    monkeypatch.setattr(barrier_module, "_cancel", lambda entries: pytest.fail("cancelled at the punctuation"))
+    assert [i.payload for _, i in barrier.punctuate(5)] == ["kept"]
+    assert (barrier.arrived, barrier.tombstones, barrier.released) == (3, 1, 1)
+
+
+def test_a_later_copy_of_a_settled_item_keeps_the_earliest_arrival():
+    barrier = Barrier()
+    barrier.settle()
+    barrier.push("out", item(2, "copy", arrival=1.0))
+    barrier.push("out", item(2, "copy", tombstone=True, arrival=1.0))
+    barrier.settle()
+    barrier.push("out", item(2, "copy", arrival=2.0))
+    assert [(i.payload, i.arrival) for _, i in barrier.punctuate(5)] == [("copy", 1.0)]
+
+
+SCRIPTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("item"), st.integers(0, 4), st.integers(0, 1), st.sampled_from(["a", "b"]),
+                  st.integers(0, 3)),
+        st.tuples(st.just("tombstone"), st.integers(0, 20)),
+        st.tuples(st.just("settle")),
+        st.tuples(st.just("punctuate"), st.integers(0, 5)),
+    ),
+    max_size=60,
+)
+
+
+def releases(script, settling: bool) -> list:
+    """What a barrier releases under `script` (settle steps skipped unless `settling`), then at +inf, or the
+    internal error it raises. A tombstone step cancels the item of the n-th item step (mod their number)."""
+    barrier = Barrier()
+    if settling:
+        barrier.settle()  # from the first tombstone on
+    pushed = []
+    released = []
+    try:
+        for kind, *args in [*script, ("punctuate", math.inf)]:
+            if kind == "settle":
+                if settling:
+                    barrier.settle()
+            elif kind == "punctuate":
+                released.append([(sink, tuple(i.meta), i.data, i.arrival) for sink, i in barrier.punctuate(*args)])
+            elif kind == "item":
+                ts, payload, sink, arrival = args
+                pushed.append((sink, item(ts, payload, arrival=float(arrival))))
+                if ts > barrier.horizon:
+                    barrier.push(*pushed[-1])
+            elif pushed:
+                sink, made = pushed[args[0] % len(pushed)]
+                if made.meta.ts > barrier.horizon:
+                    barrier.push(sink, item(made.meta.ts, made.payload, tombstone=True, arrival=made.arrival))
+    except fs.InternalError as error:
+        released.append(str(error))
+    return released
+
+
+@settings(max_examples=300, deadline=None)
+@given(SCRIPTS)
+def test_settling_never_changes_what_is_released(script):
+    assert releases(script, settling=True) == releases(script, settling=False)
 
 
 def test_item_after_its_punctuation_is_an_internal_error():

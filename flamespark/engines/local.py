@@ -132,6 +132,7 @@ class LocalRun:
             position += 1
             if due > clock.perf_counter():
                 self._apply_waiting(waiting)
+                self.barrier.settle()  # in the time to spare until `due`
                 delay = due - clock.perf_counter()
                 if delay > 0:
                     clock.sleep(delay)

@@ -167,11 +167,17 @@ class ImpatienceSorter:
         if len(dead) == len(self._keys):
             self.clear()
             return
-        # The top run has the largest tail, so it is emptied only with all
-        # the others: every index here is below it.
         for i in dead:
-            del (self._keys[i], self._vals[i], self._start[i], self._heads[i],
-                 self._tails[i])
+            if i < len(self._tails):
+                del (self._keys[i], self._vals[i], self._start[i],
+                     self._heads[i], self._tails[i])
+                continue
+            # The top run, emptied before others only after `remove_at`
+            # left its tail above its last key: the next oldest run tops.
+            del self._keys[i], self._vals[i], self._start[i], self._heads[i]
+            self._tail = self._tails.pop()
+            self._topk = self._keys[-1]
+            self._topv = self._vals[-1]
 
     def _drain(self):
         """Remove and return everything, in ``ts`` order."""
@@ -211,6 +217,30 @@ class ImpatienceSorter:
             lo = bisect_left(keys, ts, s)
             values += vals[lo:bisect_right(keys, ts, lo)]  # oldest run first, as `flush` merges them
         return values
+
+    def remove_at(self, ts, values):
+        """Remove ``values``, the very objects, from those buffered with key ``ts``.
+
+        A run's tail may then stay above its last key: it still bounds what
+        the run takes next, so equal keys keep coming out in push order.
+        """
+        doomed = {id(value) for value in values}
+        dead = []
+        for i in range(len(self._keys) - 1, -1, -1):
+            keys, vals, s = self._keys[i], self._vals[i], self._start[i]
+            lo = bisect_left(keys, ts, s)
+            hi = bisect_right(keys, ts, lo)
+            kept = [value for value in vals[lo:hi] if id(value) not in doomed]
+            if len(kept) == hi - lo:
+                continue
+            vals[lo:hi] = kept
+            del keys[lo + len(kept):hi]
+            if s == len(keys):
+                dead.append(i)
+            elif lo == s:
+                self._heads[i] = keys[s]
+        if dead:
+            self._drop(dead)
 
     def snapshot(self):
         """The buffered ``(ts, value)`` pairs in ``ts`` order, as ``flush`` would give them; nothing is removed."""

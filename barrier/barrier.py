@@ -56,14 +56,16 @@ class Barrier:
 
     Everything it holds is in `state`, which the engine hands it (a new one
     by default); `horizon` and the counters read from it. An engine with time
-    to spare calls `settle()` so that punctuations have less to cancel.
+    to spare calls `settle()` so that punctuations have less to do; the pairs
+    it cancels then leave `state` (an engine that stores the state does not).
     """
 
     def __init__(self, state: BarrierState | None = None):
         self.state = BarrierState() if state is None else state
         self._fresh = None  # the tombstones pushed since the last `settle`, once it was first called
-        # Event time -> the pairs `settle` cancelled, by id: they stay held until their punctuation drops them.
-        self._settled = {}
+        self._loose = None  # how many tombstones `state` holds, once `settle` knows
+        self._settled = {}  # event time -> Settled
+        self._settled_size = 0  # entries settled whose punctuation has not come: `len` counts them as held
 
     @property
     def horizon(self):
@@ -82,7 +84,7 @@ class Barrier:
         return self.state.released
 
     def __len__(self):
-        return len(self.state.held)
+        return len(self.state.held) + self._settled_size
 
     def earliest(self):
         """The smallest event time held, or None."""
@@ -103,14 +105,20 @@ class Barrier:
             state.tombstones += 1
             if self._fresh is not None:
                 self._fresh.append(entry)
+                self._count_loose(1)
         state.held.push(item.meta.ts, entry)
 
+    def _count_loose(self, change: int):
+        if self._loose is not None:
+            self._loose += change
+
     def settle(self):
-        """Cancel now the tombstones pushed since the last call that meet their items, which their punctuation
-        then only drops. Releases are the same with or without; tombstones pushed before the first call, or
+        """Cancel now the tombstones pushed since the last call that meet their items, so that their punctuation
+        need not. What is released is the same with or without; tombstones pushed before the first call, or
         before their items, are left to their punctuation."""
         if self._fresh is None:
             self._fresh = []
+            self._loose = 0 if self.state.tombstones == 0 else None
         self._settle(math.inf)
 
     def _settle(self, until):
@@ -131,82 +139,97 @@ class Barrier:
             self._settle_at(ts, tombstones)
 
     def _settle_at(self, ts, tombstones: list):
+        settled = self._settled.setdefault(ts, Settled())
+        held = self.state.held.at(ts)
+        if settled.tainted or self._taints(ts, settled, held):
+            return
         waiting = {}
         for entry in tombstones:
             sink, item = entry
             waiting.setdefault((sink, item.meta, item.data), []).append(entry)
         payloads = {item.data for _, item in tombstones}
-        settled = self._settled.get(ts) or Settled()
-        for entry in self.state.held.at(ts):
+        copies = {}
+        for entry in held:
             sink, item = entry
-            if item.data in payloads and not item.tombstone and id(entry) not in settled.entries:
-                matching = waiting.get((sink, item.meta, item.data))
-                if matching:
-                    settled.add(entry, matching.pop())
-        if settled.entries:
-            self._settled[ts] = settled
+            if item.data in payloads and not item.tombstone:
+                identity = (sink, item.meta, item.data)
+                if identity in waiting:
+                    copies.setdefault(identity, []).append(entry)
+        gone = []
+        for identity, made in copies.items():
+            # With more copies held than tombstones, which survive depends on their arrivals: the punctuation picks.
+            if len(made) <= len(waiting[identity]):
+                gone += made
+                gone += waiting[identity][: len(made)]
+                settled.add(made)
+        if gone:
+            self.state.held.remove_at(ts, gone)
+            self._count_loose(-(len(gone) // 2))
+            self._settled_size += len(gone)
+        settled.seen = len(held) - len(gone)
+
+    def _taints(self, ts, settled: "Settled", held: list) -> bool:
+        """Whether an item pushed at `ts` since the last settling there is a copy of one settled: if so, the pairs
+        are held again (rebuilt), and left to the punctuation, which picks the copies that survive by arrival."""
+        if not settled.meets_a_copy(held[settled.seen:]):
+            return False
+        for sink, meta, data, arrival in settled.pairs:
+            self.state.held.push(ts, (sink, Item(meta, None, data, False, arrival)))
+            self.state.held.push(ts, (sink, Item(meta, None, data, True, arrival)))
+        self._count_loose(len(settled.pairs))
+        self._settled_size -= 2 * len(settled.pairs)
+        settled.pairs = []
+        settled.tainted = True
+        return True
 
     def punctuate(self, time) -> list:
         state = self.state
         if time <= state.horizon:
             return []
         self._settle(time)  # cheaper than cancelling them among all that is released
+        for ts in [ts for ts in self._settled if ts <= time]:
+            settled = self._settled.pop(ts)
+            if not settled.tainted and not self._taints(ts, settled, state.held.at(ts)):
+                self._settled_size -= 2 * len(settled.pairs)
         state.horizon = time
         released = state.held.flush(time)
-        settled = self._take_settled(time)
-        if settled is not None:
-            released = settled.drop_from(released)
-        else:
+        if self._loose is None:
             for _, item in released:
                 if item.tombstone:
                     released = _cancel(released)
                     break
+        elif self._loose:
+            loose = sum(item.tombstone for _, item in released)
+            if loose:
+                self._loose -= loose
+                released = _cancel(released)
         if len(released) > 1:
             released.sort(key=_meta_order)
         state.released += len(released)
         return released
 
-    def _take_settled(self, time):
-        """What `settle` cancelled with event times up to `time`, forgotten here, or None."""
-        taken = None
-        for ts in [ts for ts in self._settled if ts <= time]:
-            settled = self._settled.pop(ts)
-            if taken is None:
-                taken = settled
-            else:
-                taken.merge(settled)
-        return taken
-
 
 class Settled:
-    """Pairs of an item and its tombstone that `Barrier.settle` cancelled while both are still held."""
+    """What `Barrier.settle` cancelled at one event time: `(sink, meta, data, arrival)` of each item."""
 
-    __slots__ = ("entries", "payloads")
+    __slots__ = ("pairs", "payloads", "seen", "tainted")
 
     def __init__(self):
-        self.entries = {}  # by id: equal entries are not the same entry
-        self.payloads = set()  # of the items
+        self.pairs = []
+        self.payloads = set()
+        self.seen = 0  # how many entries it left held at its time: later ones were pushed since
+        self.tainted = False  # a copy of a settled item came: the time is left to its punctuation
 
-    def add(self, entry, tombstone):
-        self.entries[id(entry)] = entry
-        self.entries[id(tombstone)] = tombstone
-        self.payloads.add(entry[1].data)
+    def add(self, items: list):
+        for sink, item in items:
+            self.pairs.append((sink, item.meta, item.data, item.arrival))
+            self.payloads.add(item.data)
 
-    def merge(self, other: "Settled"):
-        self.entries.update(other.entries)
-        self.payloads |= other.payloads
-
-    def drop_from(self, flushed: list) -> list:
-        """What `_cancel` leaves of `flushed`, which holds these pairs."""
-        entries = self.entries
-        kept = [entry for entry in flushed if id(entry) not in entries]
-        suspects = [(sink, item) for sink, item in kept if item.tombstone or item.data in self.payloads]
-        if not suspects:
-            return kept
-        copies = {(sink, item.meta, item.data) for sink, item in suspects if not item.tombstone}
-        if copies and not copies.isdisjoint((sink, item.meta, item.data) for sink, item in entries.values()):
-            return _cancel(flushed)  # a copy of a settled item: which of equal copies survive depends on all of them
-        return _cancel(kept)
+    def meets_a_copy(self, entries: list) -> bool:
+        """Whether an item of `entries` is a copy of (same sink, meta and payload as) one settled."""
+        payloads = self.payloads
+        suspects = [(sink, item.meta, item.data) for sink, item in entries if item.data in payloads]
+        return bool(suspects) and not {pair[:3] for pair in self.pairs}.isdisjoint(suspects)
 
 
 def _cancel(entries: list) -> list:

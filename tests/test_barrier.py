@@ -63,7 +63,7 @@ def test_a_later_copy_of_a_settled_item_keeps_the_earliest_arrival():
     barrier.push("out", item(2, "copy", tombstone=True, arrival=1.0))
     barrier.settle()
     barrier.push("out", item(2, "copy", arrival=2.0))
-    assert [(i.payload, i.arrival) for _, i in barrier.punctuate(5)] == [("copy", 1.0)]
+    assert [(i.data, i.arrival) for _, i in barrier.punctuate(5)] == [(pack("copy"), 1.0)]
 
 
 SCRIPTS = st.lists(
@@ -79,8 +79,9 @@ SCRIPTS = st.lists(
 
 
 def releases(script, settling: bool) -> list:
-    """What a barrier releases under `script` (settle steps skipped unless `settling`), then at +inf, or the
-    internal error it raises. A tombstone step cancels the item of the n-th item step (mod their number)."""
+    """What a barrier holds and releases at each punctuation of `script` (settle steps skipped unless
+    `settling`), then at +inf, or the internal error it raises. A tombstone step cancels the item of the n-th
+    item step (mod their number)."""
     barrier = Barrier()
     if settling:
         barrier.settle()  # from the first tombstone on
@@ -92,6 +93,7 @@ def releases(script, settling: bool) -> list:
                 if settling:
                     barrier.settle()
             elif kind == "punctuate":
+                released.append(len(barrier))  # what the engine notes as buffered
                 released.append([(sink, tuple(i.meta), i.data, i.arrival) for sink, i in barrier.punctuate(*args)])
             elif kind == "item":
                 ts, payload, sink, arrival = args

@@ -149,19 +149,19 @@ class Barrier:
             waiting.setdefault((sink, item.meta, item.data), []).append(entry)
         payloads = {item.data for _, item in tombstones}
         copies = {}
-        for entry in held:
+        for entry in [entry for entry in held if entry[1].data in payloads]:
             sink, item = entry
-            if item.data in payloads and not item.tombstone:
-                identity = (sink, item.meta, item.data)
-                if identity in waiting:
-                    copies.setdefault(identity, []).append(entry)
+            identity = (sink, item.meta, item.data)
+            if not item.tombstone and identity in waiting:
+                copies.setdefault(identity, []).append(entry)
         gone = []
         for identity, made in copies.items():
             # With more copies held than tombstones, which survive depends on their arrivals: the punctuation picks.
             if len(made) <= len(waiting[identity]):
                 gone += made
                 gone += waiting[identity][: len(made)]
-                settled.add(made)
+        if gone:
+            settled.add(gone)
         if gone:
             self.state.held.remove_at(ts, gone)
             self._count_loose(-(len(gone) // 2))
@@ -220,10 +220,11 @@ class Settled:
         self.seen = 0  # how many entries it left held at its time: later ones were pushed since
         self.tainted = False  # a copy of a settled item came: the time is left to its punctuation
 
-    def add(self, items: list):
-        for sink, item in items:
-            self.pairs.append((sink, item.meta, item.data, item.arrival))
-            self.payloads.add(item.data)
+    def add(self, gone: list):
+        """Note the items among `gone`, settled entries."""
+        items = [(sink, item.meta, item.data, item.arrival) for sink, item in gone if not item.tombstone]
+        self.pairs += items
+        self.payloads.update(data for _, _, data, _ in items)
 
     def meets_a_copy(self, entries: list) -> bool:
         """Whether an item of `entries` is a copy of (same sink, meta and payload as) one settled."""

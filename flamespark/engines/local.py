@@ -202,11 +202,18 @@ class LocalRun:
             self.take_changes()
         released = self.barrier.punctuate(time)
         if released:
-            now = clock.perf_counter()  # an output is out once the barrier has released it, as on Spark
-            outputs = self.outputs
-            for sink, item in released:
-                outputs[sink].append(unpack(item.data))
-            self.latencies_ms += [(now - item.arrival) * 1000.0 for _, item in released]
+            # An output is out once the barrier has released it, as on Spark.
+            self._output(released, clock.perf_counter())
+
+    def _output(self, released: list, now: float):
+        """Decode the released items into the outputs and stamp their latencies. It empties `released` as it
+        goes, so that an item nothing else holds (at +inf, none) is freed while still in the cache."""
+        outputs, latencies = self.outputs, self.latencies_ms
+        released.reverse()
+        while released:
+            sink, item = released.pop()
+            outputs[sink].append(unpack(item.data))
+            latencies.append((now - item.arrival) * 1000.0)
 
     def flush(self):
         """End a step: every boundary operator, in topological order, does the work it left waiting."""

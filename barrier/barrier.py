@@ -57,13 +57,13 @@ class Barrier:
     Everything it holds is in `state`, which the engine hands it (a new one
     by default); `horizon` and the counters read from it. An engine with time
     to spare calls `settle()` so that punctuations have less to do; the pairs
-    it cancels then leave `state` (an engine that stores the state does not).
+    it cancels then leave `state`, so an engine that stores `state` does not.
     """
 
     def __init__(self, state: BarrierState | None = None):
         self.state = BarrierState() if state is None else state
         self._fresh = None  # the tombstones pushed since the last `settle`, once it was first called
-        self._loose = None  # how many tombstones `state` holds, once `settle` knows
+        self._loose = None  # how many tombstones `state.held` holds, if known (from a first `settle` before any)
         self._settled = {}  # event time -> Settled
         self._settled_size = 0  # entries settled whose punctuation has not come: `len` counts them as held
 
@@ -139,38 +139,24 @@ class Barrier:
             self._settle_at(ts, tombstones)
 
     def _settle_at(self, ts, tombstones: list):
-        settled = self._settled.setdefault(ts, Settled())
+        settled = self._settled.get(ts)
         held = self.state.held.at(ts)
-        if settled.tainted or self._taints(ts, settled, held):
+        if settled is not None and (settled.tainted or self._taints(ts, settled, held)):
             return
-        waiting = {}
-        for entry in tombstones:
-            sink, item = entry
-            waiting.setdefault((sink, item.meta, item.data), []).append(entry)
-        payloads = {item.data for _, item in tombstones}
-        copies = {}
-        for entry in [entry for entry in held if entry[1].data in payloads]:
-            sink, item = entry
-            identity = (sink, item.meta, item.data)
-            if not item.tombstone and identity in waiting:
-                copies.setdefault(identity, []).append(entry)
-        gone = []
-        for identity, made in copies.items():
-            # With more copies held than tombstones, which survive depends on their arrivals: the punctuation picks.
-            if len(made) <= len(waiting[identity]):
-                gone += made
-                gone += waiting[identity][: len(made)]
-        if gone:
-            settled.add(gone)
+        gone = _pairs(held, tombstones)
         if gone:
             self.state.held.remove_at(ts, gone)
             self._count_loose(-(len(gone) // 2))
             self._settled_size += len(gone)
-        settled.seen = len(held) - len(gone)
+            settled = self._settled.setdefault(ts, Settled())
+            settled.add(gone)
+        if settled is not None:
+            settled.seen = len(held) - len(gone)
 
     def _taints(self, ts, settled: "Settled", held: list) -> bool:
         """Whether an item pushed at `ts` since the last settling there is a copy of one settled: if so, the pairs
-        are held again (rebuilt), and left to the punctuation, which picks the copies that survive by arrival."""
+        are held again, rebuilt without payloads (as `BarrierState.load` does), for the punctuation to cancel,
+        which picks the copies that survive by arrival."""
         if not settled.meets_a_copy(held[settled.seen:]):
             return False
         for sink, meta, data, arrival in settled.pairs:
@@ -182,15 +168,19 @@ class Barrier:
         settled.tainted = True
         return True
 
+    def _forget_settled(self, time):
+        """Forget the pairs settled at event times up to `time`, unless a copy of one came since."""
+        for ts in [ts for ts in self._settled if ts <= time]:
+            settled = self._settled.pop(ts)
+            if not settled.tainted and not self._taints(ts, settled, self.state.held.at(ts)):
+                self._settled_size -= 2 * len(settled.pairs)
+
     def punctuate(self, time) -> list:
         state = self.state
         if time <= state.horizon:
             return []
         self._settle(time)  # cheaper than cancelling them among all that is released
-        for ts in [ts for ts in self._settled if ts <= time]:
-            settled = self._settled.pop(ts)
-            if not settled.tainted and not self._taints(ts, settled, state.held.at(ts)):
-                self._settled_size -= 2 * len(settled.pairs)
+        self._forget_settled(time)
         state.horizon = time
         released = state.held.flush(time)
         if self._loose is None:
@@ -221,7 +211,7 @@ class Settled:
         self.tainted = False  # a copy of a settled item came: the time is left to its punctuation
 
     def add(self, gone: list):
-        """Note the items among `gone`, settled entries."""
+        """Note the items among `gone`, the entries settled."""
         items = [(sink, item.meta, item.data, item.arrival) for sink, item in gone if not item.tombstone]
         self.pairs += items
         self.payloads.update(data for _, _, data, _ in items)
@@ -231,6 +221,28 @@ class Settled:
         payloads = self.payloads
         suspects = [(sink, item.meta, item.data) for sink, item in entries if item.data in payloads]
         return bool(suspects) and not {pair[:3] for pair in self.pairs}.isdisjoint(suspects)
+
+
+def _pairs(held: list, tombstones: list) -> list:
+    """The tombstones, and as many items of `held` they cancel, of each identity with no more copies held than
+    tombstones: with more, which copies survive depends on their arrivals, and the punctuation picks."""
+    waiting = {}
+    for entry in tombstones:
+        sink, item = entry
+        waiting.setdefault((sink, item.meta, item.data), []).append(entry)
+    payloads = {item.data for _, item in tombstones}
+    copies = {}
+    for entry in [entry for entry in held if entry[1].data in payloads]:
+        sink, item = entry
+        identity = (sink, item.meta, item.data)
+        if not item.tombstone and identity in waiting:
+            copies.setdefault(identity, []).append(entry)
+    pairs = []
+    for identity, made in copies.items():
+        if len(made) <= len(waiting[identity]):
+            pairs += made
+            pairs += waiting[identity][: len(made)]
+    return pairs
 
 
 def _cancel(entries: list) -> list:

@@ -44,6 +44,9 @@ class LocalRun:
     in order (what it held back replays nothing), while their results are
     released no later. After each event, every boundary operator does the
     work it left waiting (`flush`), so a step ends with the operators settled.
+    While a paced run waits for the next arrival, the barrier cancels the
+    tombstones that met their items (`Barrier.settle`), which punctuations,
+    the last above all, then need not.
 
     With `changes`, what reaches the sinks is also kept as a changelog, netted
     per event applied (and per punctuation, for what the baseline's buffers release).

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
+from barrier import barrier as barrier_module
 from flamespark.engines.local import LocalRun
 from flamespark.runtime.options import RunOptions
 from tests import graphs
@@ -46,6 +47,17 @@ def test_a_run_that_keeps_up_takes_as_long_as_its_input_and_counts_latency_from_
     assert len(result.latencies_ms) == 20
     # With no reorder latency, each output waits for the next event, due 5 ms after its own, or for the end.
     assert all(4.0 <= latency < 1000 for latency in result.latencies_ms[:-1])
+
+
+def test_a_run_with_time_to_spare_cancels_tombstones_while_it_waits(monkeypatch):
+    """The late event's retractions meet their items in the barrier while the run waits for the next arrival,
+    so no punctuation has any left to cancel."""
+    monkeypatch.setattr(barrier_module, "_cancel", lambda entries: pytest.fail("a punctuation cancelled tombstones"))
+    events = [(ts, ts) for ts in range(0, 100, 10)] + [(55, 55)] + [(ts, ts) for ts in range(100, 130, 10)]
+    graph = graphs.running_sum()
+    result = fs.run(graph, {"numbers": events}, reorder_latency=1000, rate=200)
+    assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
+    assert result.metrics["tombstones"] > 0
 
 
 def _turns(run: LocalRun, groups: list, behind: list):

@@ -2,8 +2,8 @@
 import sys
 import time
 from collections import namedtuple
-from operator import itemgetter
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 
 import msgpack

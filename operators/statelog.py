@@ -37,6 +37,11 @@ class Step:
         self.arrival = arrival
         self.outputs = outputs
 
+    @property
+    def data(self) -> bytes:
+        """Its item's data, part of its identity."""
+        return self.item.data
+
     def dump(self) -> list:
         """The step as msgpack-able lists; `StoredStep` takes them back."""
         item = self.item
@@ -81,6 +86,10 @@ class StoredStep(Step):
     state = _decoded(Step.state, lambda step: unpack(step.state_data))
     outputs = _decoded(Step.outputs, _stored_outputs)
 
+    @property
+    def data(self) -> bytes:
+        return self.dumped[1]  # without decoding the item
+
     def __init__(self, meta: Meta, dumped: list):
         self.meta = meta
         self.dumped = dumped
@@ -97,15 +106,18 @@ class StateLog:
     `add(item, run)` applies an item or a tombstone and returns what that
     changes downstream: tombstones for outputs that no longer hold, then new
     outputs. `run(item, previous_step)` is the operator's combine map.
+    The steps' metas are kept in a list beside them, for bisecting; a step's
+    identity is its item's meta and data (`Step.data`, which a stored step
+    gives without decoding its item), so no tuple is made per step.
     """
 
-    __slots__ = ("base", "identities", "steps", "pending", "dirty")
+    __slots__ = ("base", "metas", "steps", "pending", "dirty")
 
     def __init__(self):
         self.base = None  # what is left of the last step a punctuation forgot: the state the next starts from
-        self.identities = []
+        self.metas = []
         self.steps = []
-        self.pending = {}
+        self.pending = None  # identity -> count of tombstones whose items have not come, once there is one
         self.dirty = None  # the first step not re-run since a removal before it, if any
 
     @property
@@ -117,36 +129,47 @@ class StateLog:
         """The latest event time among its steps and waiting tombstones, or None: once a punctuation reaches
         it, `collect` leaves the log as it is until something new comes."""
         if not self.pending:
-            return self.identities[-1][0].ts if self.identities else None
-        times = [self.identities[-1][0].ts] if self.identities else []
+            return self.metas[-1].ts if self.metas else None
+        times = [self.metas[-1].ts] if self.metas else []
         times += [meta.ts for meta, _ in self.pending]
         return max(times)
 
     def add(self, item, run) -> list:
         """Returns what the change makes; the list may be the log's own, which callers must not change."""
-        identity = (item.meta, item.data)
         if item.tombstone:
-            return self._remove(identity, run)
-        if self.pending and self._cancel_pending(identity):
+            return self._remove(item.meta, item.data, run)
+        meta, data = item.meta, item.data
+        if self.pending and self._cancel_pending((meta, data)):
             return []
-        identities, steps = self.identities, self.steps
-        if self.dirty is None and (not identities or identities[-1] < identity):
+        metas, steps = self.metas, self.steps
+        if self.dirty is None and (not metas or metas[-1] < meta):
             step = run(item, steps[-1] if steps else self.base)
-            identities.append(identity)
+            metas.append(meta)
             steps.append(step)
             return step.outputs
-        position = bisect_left(identities, identity)
-        if position < len(identities) and identities[position] == identity:
+        position = self._find(meta, data)
+        if self._holds(position, meta, data):
             steps[position].count += 1
             return []
         out = self.flush(run) if self.dirty is not None and position > self.dirty else []
         step = run(item, steps[position - 1] if position else self.base)
-        identities.insert(position, identity)
+        metas.insert(position, meta)
         steps.insert(position, step)
         if self.dirty is not None:
             self.dirty += 1
         out.extend(step.outputs)
         return self._rerun(position + 1, run, out)
+
+    def _find(self, meta, data) -> int:
+        """The first position whose identity is not below `(meta, data)`."""
+        metas, steps = self.metas, self.steps
+        position = bisect_left(metas, meta)
+        while position < len(metas) and metas[position] == meta and steps[position].data < data:
+            position += 1
+        return position
+
+    def _holds(self, position, meta, data) -> bool:
+        return position < len(self.metas) and self.metas[position] == meta and self.steps[position].data == data
 
     def _cancel_pending(self, identity) -> bool:
         count = self.pending.get(identity)
@@ -158,18 +181,19 @@ class StateLog:
             self.pending[identity] = count - 1
         return True
 
-    def _remove(self, identity, run) -> list:
-        identities = self.identities
-        position = bisect_left(identities, identity)
-        if position == len(identities) or identities[position] != identity:
-            self.pending[identity] = self.pending.get(identity, 0) + 1
+    def _remove(self, meta, data, run) -> list:
+        position = self._find(meta, data)
+        if not self._holds(position, meta, data):
+            if self.pending is None:
+                self.pending = {}
+            self.pending[(meta, data)] = self.pending.get((meta, data), 0) + 1
             return []
         if self.steps[position].count > 1:
             self.steps[position].count -= 1
             return []
         out = self.flush(run)  # steps keep their places; the one at `position` may be a re-run of it
         step = self.steps[position]
-        del identities[position]
+        del self.metas[position]
         del self.steps[position]
         if position < len(self.steps):
             self.dirty = position
@@ -203,15 +227,15 @@ class StateLog:
         tombstones seen. No item or tombstone can come at or before `time` any more."""
         if self.dirty is not None:
             raise InternalError("internal error: a key's re-run was still waiting at a punctuation (flush first)")
-        identities = self.identities
-        if not identities or identities[0][0].ts > time:
+        metas = self.metas
+        if not metas or metas[0].ts > time:
             cut = 0
         else:
-            cut = bisect_left(identities, ((time + 1,),))
+            cut = bisect_left(metas, (time + 1,))  # a Meta is a tuple: those of `ts <= time` sort below
         if cut:
             last = self.steps[cut - 1]
             self.base = Step(None, None, last.state, last.state_data, last.arrival, ())
-            del self.identities[:cut]
+            del self.metas[:cut]
             del self.steps[:cut]
         if not self.pending:
             return 0
@@ -220,7 +244,7 @@ class StateLog:
     def dump(self) -> list:
         """The log as msgpack-able lists, for engines that keep it in a state store."""
         steps = [step.dump() for step in self.steps]
-        pending = [[meta.dump(), data, count] for (meta, data), count in self.pending.items()]
+        pending = [[meta.dump(), data, count] for (meta, data), count in (self.pending or {}).items()]
         base = None if self.base is None else [self.base.state_data, self.base.arrival]
         return [base, steps, pending, self.dirty]
 
@@ -234,9 +258,10 @@ class StateLog:
             log.base = Step(None, None, unpack(state_data), state_data, arrival, ())
         for dumped in steps:
             meta = Meta.load(dumped[0])
-            log.identities.append((meta, dumped[1]))
+            log.metas.append(meta)
             log.steps.append(StoredStep(meta, dumped))
-        log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
+        if pending:
+            log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
         return log
 
 

@@ -93,7 +93,7 @@ def collect(level, state, part):
 
 
 def has_no_words(doc) -> bool:
-    """Whether `tokens` finds nothing in the document, told from its first word without reading the rest."""
+    """Whether `tokens` finds nothing in the document: the pattern's first match settles it, no list is built."""
     return WORD.search(doc["text"].lower()) is None
 
 

@@ -88,7 +88,9 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.rate = float(options.get("rate") or 0)
         self.max_rows = int(options.get("maxRowsPerBatch") or 0)
         self.keys = [int(key) for key in options.get("keys", "0").split(",")]
-        self.offsets, self.times = _scan(self.path)
+        self.offsets, times = _scan(self.path)
+        # Per ingest partition, the latest event time among its first n records, at index n - 1.
+        self.latest = [np.maximum.accumulate(times[spread::len(self.keys)]) for spread in range(len(self.keys))]
         self.events = len(self.offsets) - 1
         self.total = self.events + 1
         self.clock = None
@@ -146,8 +148,8 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _before(self, first, only) -> tuple:
         """How many records of ingest partition `only` come before record `first`, and their latest time."""
-        earlier = self.times[only:first:len(self.keys)]
-        return len(earlier), (int(earlier.max()) if len(earlier) else None)
+        earlier = len(range(only, first, len(self.keys)))
+        return earlier, (int(self.latest[only][earlier - 1]) if earlier else None)
 
     def read(self, partition):
         if self.ingest is None:

@@ -50,9 +50,10 @@ class Barrier:
 
     Tombstones cancel items by count (same sink, meta and payload), whichever
     of the two comes first. `punctuate(T)` releases, in meta order, every
-    surviving item with `ts <= T` as `(sink, item)` pairs; engines release the
-    decoded `item.data`, exactly what was encoded when the item was made. A
-    tombstone left without its item is an internal error.
+    surviving item with `ts <= T` as `(sink, item)` pairs; engines release its
+    payload as it was made, which `item.data` encodes (an item held again
+    from a dump has only its data). A tombstone left without its item is an
+    internal error.
 
     Everything it holds is in `state`, which the engine hands it (a new one
     by default); `horizon` and the counters read from it. An engine with time

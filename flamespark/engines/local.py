@@ -209,13 +209,16 @@ class LocalRun:
             self._output(released, clock.perf_counter())
 
     def _output(self, released: list, now: float):
-        """Decode the released items into the outputs and stamp their latencies. It empties `released` as it
-        goes, so that an item nothing else holds (at +inf, none) is freed while still in the cache."""
+        """Add the released items' payloads to the outputs and stamp their latencies. It empties `released` as
+        it goes, so that an item nothing else holds (at +inf, none) is freed while still in the cache."""
         outputs, latencies = self.outputs, self.latencies_ms
         released.reverse()
         while released:
             sink, item = released.pop()
-            outputs[sink].append(unpack(item.data))
+            # The payload the operator made, equal to its encoding's decoding; the barrier holds again without
+            # payloads the pairs that `settle` took out and had to put back.
+            payload = item.payload
+            outputs[sink].append(unpack(item.data) if payload is None else payload)
             latencies.append((now - item.arrival) * 1000.0)
 
     def flush(self):

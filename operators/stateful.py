@@ -3,7 +3,7 @@ from flamespark.core.codec import pack
 from flamespark.core.errors import FlameSparkError, UserFunctionError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.keyed import KeyedOperator
-from operators.statelog import NO_STATE, StateLog, Step
+from operators.statelog import NO_STATE, NondeterministicUpdate, StateLog, Step
 
 
 class StatefulLoop(KeyedOperator):
@@ -33,10 +33,22 @@ class StatefulLoop(KeyedOperator):
         return StateLog.load(dumped)
 
     def apply(self, log, item):
-        return log.add(item, self._combine)
+        try:
+            return log.add(item, self._combine)
+        except NondeterministicUpdate as exc:
+            raise self._nondeterministic(exc.item) from None
 
     def finish(self, log) -> list:
-        return log.flush(self._combine)
+        try:
+            return log.flush(self._combine)
+        except NondeterministicUpdate as exc:
+            raise self._nondeterministic(exc.item) from None
+
+    def _nondeterministic(self, item) -> UserFunctionError:
+        return UserFunctionError(
+            f"update function of stateful operator {self.name!r} is not deterministic: run again from the same "
+            f"state on {item.meta.describe()}, it made other outputs than the first time"
+        )
 
     def _combine(self, item, previous) -> Step:
         """The combine map: `update` on `item` after step `previous` (None for a key's first item)."""

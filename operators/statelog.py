@@ -14,6 +14,7 @@ or its `flush`: a replacement of the removed item, which a re-run upstream
 sends right after the tombstone, then re-runs the later steps once, not
 twice. Engines flush at the end of each step, before a punctuation.
 """
+import zlib
 from bisect import bisect_left
 
 from flamespark.core.codec import pack, unpack
@@ -43,10 +44,27 @@ class Step:
         return self.item.data
 
     def dump(self) -> list:
-        """The step as msgpack-able lists; `StoredStep` takes them back."""
+        """The step as msgpack-able lists; `StoredStep` takes them back. Its outputs are left out, as `update`
+        makes them again from the incoming state when they are needed; a digest of them checks that it does."""
         item = self.item
         return [item.meta.dump(), item.data, item.arrival, self.count, self.base, self.state_data, self.arrival,
-                [output.data for output in self.outputs]]
+                _digest(self.outputs)]
+
+    def made(self, run) -> list:
+        """Its outputs (`run` is the operator's combine map, which a stored step needs to make them again)."""
+        return self.outputs
+
+
+class NondeterministicUpdate(Exception):
+    """Run again on `item` from the same state, `update` made other outputs than the first time."""
+
+    def __init__(self, item):
+        super().__init__(item)
+        self.item = item
+
+
+def _digest(outputs) -> int:
+    return zlib.crc32(b"".join(output.data for output in outputs))  # msgpack encodings delimit themselves
 
 
 def _decoded(slot, decode):
@@ -68,13 +86,8 @@ def _stored_item(step) -> Item:
     return Item(step.meta, unpack(data), data, False, arrival)
 
 
-def _stored_outputs(step) -> list:
-    meta, arrival = step.meta, step.arrival
-    return [Item(meta.child(index), unpack(data), data, False, arrival) for index, data in enumerate(step.dumped[7])]
-
-
 class StoredStep(Step):
-    """A step as `dump()` left it, with its item, state and outputs decoded when first read.
+    """A step as `dump()` left it, with its item and state decoded when first read, its outputs made when needed.
 
     A batch that appends to a key's log, or forgets from it, decodes none of
     the steps before; `dump()` hands back what was stored.
@@ -84,7 +97,6 @@ class StoredStep(Step):
 
     item = _decoded(Step.item, _stored_item)
     state = _decoded(Step.state, lambda step: unpack(step.state_data))
-    outputs = _decoded(Step.outputs, _stored_outputs)
 
     @property
     def data(self) -> bytes:
@@ -98,6 +110,18 @@ class StoredStep(Step):
     def dump(self) -> list:
         dumped = self.dumped
         return dumped if dumped[3] == self.count else [*dumped[:3], self.count, *dumped[4:]]
+
+    def made(self, run) -> list:
+        try:
+            return Step.outputs.__get__(self)
+        except AttributeError:
+            pass
+        # `update` from the incoming state; the arrival passed on is the step's, which is at least its item's.
+        outputs = run(self.item, Step(None, None, unpack(self.base), self.base, self.arrival, ())).outputs
+        if _digest(outputs) != self.dumped[7]:
+            raise NondeterministicUpdate(self.item)
+        Step.outputs.__set__(self, outputs)
+        return outputs
 
 
 class StateLog:
@@ -197,7 +221,7 @@ class StateLog:
         del self.steps[position]
         if position < len(self.steps):
             self.dirty = position
-        out.extend(tombstone(output) for output in step.outputs)
+        out.extend(tombstone(output) for output in step.made(run))
         return out
 
     def flush(self, run) -> list:
@@ -218,7 +242,7 @@ class StateLog:
                 break
             new = run(old.item, previous)
             new.count = old.count
-            _keep_unchanged_outputs(old.outputs, new.outputs, out)
+            _keep_unchanged_outputs(old.made(run), new.outputs, out)
             steps[index] = new
         return out
 

@@ -3,12 +3,14 @@ import math
 from collections import Counter
 
 import msgpack
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from barrier.barrier import Barrier, BarrierState
 from barrier.impatience import ImpatienceSorter
 from flamespark.core.codec import pack
+from flamespark.core.errors import UserFunctionError
 from flamespark.core.items import Item, Meta
 from operators import DictState, KeyedState, StatefulLoop, WindowedGrouping
 from tests.graphs import running_sum_update
@@ -129,6 +131,37 @@ def test_a_stored_step_keeps_its_count_of_identical_items():
     assert run(operator, state, [first]) == []  # an identical copy: the stored step counts it
     assert run(operator, state, [tombstone_of(first)]) == []  # one copy is left: nothing changes downstream
     assert len(run(operator, state, [tombstone_of(first)])) == 3  # the last one goes: a total retracted, one remade
+
+
+def test_a_stored_step_keeps_no_outputs_and_makes_them_again_to_retract_them():
+    def update(total, v):
+        total = (total or 0) + v
+        return total, [{"total": total}]
+
+    operator = StatefulLoop("totals", key=lambda v: 0, update=update)
+    state = EncodedState(operator.load_bucket)
+    made = run(operator, state, [item(2, 7)])
+    (blob,) = state.blobs.values()
+    assert b"total" not in blob  # the output's encoding is not stored
+    late = run(operator, state, [item(1, 3)])
+    assert [(tombstone, meta.ts, msgpack.unpackb(data)) for tombstone, meta, data, _ in late] == [
+        (False, 1, {"total": 3}), (True, 2, {"total": 7}), (False, 2, {"total": 10})]
+    assert late[1] == (True, *made[0][1:])  # the stored step's output, made again, with its arrival
+
+
+def test_an_update_that_makes_other_outputs_when_run_again_is_named():
+    calls = []
+
+    def update(total, v):
+        calls.append(v)
+        return (total or 0) + v, [len(calls)]
+
+    operator = StatefulLoop("counter", key=lambda v: 0, update=update)
+    state = EncodedState(operator.load_bucket)
+    run(operator, state, [item(2, 7)])
+    with pytest.raises(UserFunctionError, match="update function of stateful operator 'counter' is not "
+                                                "deterministic: .* event ts=2 of source 's'"):
+        run(operator, state, [item(1, 3)])
 
 
 def test_a_punctuation_deletes_the_buckets_it_empties():

@@ -17,7 +17,7 @@ from operators.store import KeyedState
 
 BUCKET_KEY_SCHEMA = "key BINARY"
 BUCKET_SCHEMA = "buckets BINARY"
-LAYOUT = "one map entry per key and stage, collected when touched"
+LAYOUT = "one map entry per key and stage, collected when touched; steps without their outputs"
 
 
 def bucket_map(handle) -> PipelinedMap:

@@ -68,12 +68,10 @@ class StatefulLoop(KeyedOperator):
         else:
             new_state, results = self._checked(item, result)
         meta = item.meta
-        ts, source, tiebreak, path = meta
         outputs = []
         try:
             for index, payload in enumerate(results):
-                outputs.append(Item(new_meta(Meta, (ts, source, tiebreak, path + (index,))), payload, pack(payload),
-                                    False, arrival))
+                outputs.append(Item(new_meta(Meta, (*meta, index)), payload, pack(payload), False, arrival))
             state_data = pack(new_state)
         except (TypeError, ValueError, OverflowError):
             for index, payload in enumerate((*results, new_state)):

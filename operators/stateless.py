@@ -45,10 +45,9 @@ class FlatMapOperator(Operator):
 
         def run(item):
             payloads = fn(item)
-            ts, source, tiebreak, path = item.meta
-            tombstone, arrival = item.tombstone, item.arrival
+            parent, tombstone, arrival = item.meta, item.tombstone, item.arrival
             for index, payload in enumerate(payloads):
-                meta = new_meta(Meta, (ts, source, tiebreak, path + (index,)))
+                meta = new_meta(Meta, (*parent, index))
                 send(Item(meta, payload, encode(payload, name, meta), tombstone, arrival))
 
         return run

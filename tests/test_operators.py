@@ -20,6 +20,18 @@ def tombstone_of(original):
     return Item(original.meta, original.payload, original.data, True)
 
 
+metas = st.tuples(st.integers(0, 3), st.sampled_from("ab"), st.integers(0, 2),
+                  st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple))
+
+
+@given(metas, metas)
+def test_flat_metas_order_as_their_fields_would(one, two):
+    flat_one, flat_two = Meta(*one), Meta(*two)
+    assert (flat_one < flat_two, flat_one == flat_two) == (one < two, one == two)
+    assert (flat_one.ts, flat_one.source, flat_one.tiebreak, flat_one.path) == one
+    assert Meta.load(flat_one.dump()) == flat_one and type(Meta.load(flat_one.dump())) is Meta
+
+
 def test_paper_grouping_example():
     """§V-B: parity keys, window 3."""
     grouping = WindowedGrouping("parity", key=lambda v: v % 2, window=3)

@@ -10,37 +10,58 @@ emission order.
 from __future__ import annotations
 
 import hashlib
-from typing import NamedTuple
+from operator import itemgetter
 
 from flamespark.core.codec import pack
 from flamespark.core.errors import PayloadError
 
 
-class Meta(NamedTuple):
-    ts: int
-    source: str
-    tiebreak: int
-    path: tuple
+class Meta(tuple):
+    """`(ts, source, tiebreak, *path)` as one flat tuple: a derivative's meta is one tuple, not two.
+
+    Comparing flat metas orders them as `(ts, source, tiebreak, path)` would,
+    since every path index is an int and a path sorts after its prefixes.
+
+    >>> parent = Meta(5, "s", 0, (3,))
+    >>> child = parent.child(1)
+    >>> child.ts, child.path, parent < child < Meta(5, "s", 0, (4,))
+    (5, (3, 1), True)
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, ts: int, source: str, tiebreak: int, path: tuple = ()):
+        return tuple.__new__(cls, (ts, source, tiebreak, *path))
+
+    ts = property(itemgetter(0))
+    source = property(itemgetter(1))
+    tiebreak = property(itemgetter(2))
+    position = property(itemgetter(3), doc="The event's position in its source's arrival order.")
+
+    @property
+    def path(self) -> tuple:
+        return self[3:]
 
     def child(self, index: int) -> "Meta":
         """The meta of this item's `index`-th derivative."""
-        ts, source, tiebreak, path = self
-        return new_meta(Meta, (ts, source, tiebreak, path + (index,)))
+        return new_meta(Meta, (*self, index))
 
     def describe(self) -> str:
-        return f"event ts={self.ts} of source {self.source!r}"
+        return f"event ts={self[0]} of source {self[1]!r}"
 
     def dump(self) -> list:
         """A msgpack-able form; `Meta.load` inverts it."""
-        return [self.ts, self.source, self.tiebreak, list(self.path)]
+        return list(self)
 
     @classmethod
     def load(cls, dumped) -> "Meta":
-        ts, source, tiebreak, path = dumped
-        return cls(ts, source, tiebreak, tuple(path))
+        return new_meta(cls, dumped)
+
+    def __repr__(self):
+        return f"Meta(ts={self[0]}, source={self[1]!r}, tiebreak={self[2]}, path={self[3:]})"
 
 
-new_meta = tuple.__new__  # `new_meta(Meta, fields)`: Meta(*fields) without the named tuple's keyword handling
+new_meta = tuple.__new__  # `new_meta(Meta, fields)`: a Meta of the flat `fields`, which it copies
 
 
 def event_tiebreak(data: bytes) -> int:

@@ -156,7 +156,7 @@ class LocalRun:
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
             if item is not None:
-                admitted.append((source, item, None if step is None else self._cause(source, ts)))
+                admitted.append((source, item, None if step is None else Cause.of(item)))
         if len(admitted) > 1:
             admitted.sort(key=_identity)
         if behind:
@@ -172,10 +172,6 @@ class LocalRun:
             if step is not None:
                 self.take_changes()
         self.events += len(admitted)
-
-    def _cause(self, source, ts):
-        """The event just admitted, as a changelog names it."""
-        return Cause(source, ts, self.progress.received(source) - 1)
 
     def take_changes(self):
         """End the changelog's step: its changes join the changelog, stamped now."""

@@ -26,6 +26,12 @@ class Cause(NamedTuple):
     ts: int
     position: int
 
+    @classmethod
+    def of(cls, item) -> "Cause":
+        """The input event whose item (not a derivative) is `item`."""
+        meta = item.meta
+        return cls(meta.source, meta.ts, meta.position)
+
 
 class Change(NamedTuple):
     """One changelog entry: `op` (ADD or RETRACT) of `item` at `sink`; `cause` is kept on retractions only."""

@@ -107,10 +107,6 @@ class SourceProgress:
             state.max_ts = ts
         return mint(source, ts, payload, arrival, position)
 
-    def received(self, source: str) -> int:
-        """How many events of `source` were handed to `admit`, late ones included."""
-        return self._sources[source].received
-
     def end(self, source: str):
         """The source's input ended: from the next `advance`, it holds nothing back."""
         self._heard(source).ended = True

@@ -35,8 +35,7 @@ def ingest_events(progress, events, topology, partition: int, sources: list, cha
         position = seq if topology.partitions[source] > 1 else None
         item = progress.admit(source, ts, unpack(payload), arrival, position)
         if item is not None:
-            # The event's position is the first step of its item's path (see progress.mint).
-            cause = pack_cause(Cause(source, ts, item.meta.position)) if changes else None
+            cause = pack_cause(Cause.of(item)) if changes else None
             topology.send(outbox, source, item, cause)
     out = outbox.rows()
     advanced = {(source, partition): time for source, time in progress.advance().items()}

@@ -125,26 +125,27 @@ def _ingest_partitions(prepared: dict, partitions: int) -> dict:
 
 def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, replay_ingest=None):
     """Each source's rows, the event counts that end finite directory sources, and the sources whose rows
-    come ingested.
+    come raw (to be ingested by an ingest operator).
 
     With `replay_ingest` (a function of the source name giving its
     ReplayIngest), a replayed source is ingested as it is read; any other
     source gives raw event rows, keyed by ingest partition.
     """
-    streams, expected, ingested = {}, {}, []
+    streams, expected, raw = {}, {}, []
     for source, how in prepared.items():
         keys = topology.ingest_keys[:topology.partitions[source]]
         if how[0] == "replay":
             ingest = replay_ingest(source) if replay_ingest else None
             streams[source] = _replay_stream(spark, source, how[1], rate, max_rows, keys, ingest)
-            if ingest is not None:
-                ingested.append(source)
+            if ingest is None:
+                raw.append(source)
             continue
         _, directory, fmt, count = how
         streams[source] = file_stream(spark, source, directory, fmt, keys[0])
+        raw.append(source)
         if count is not None:
             expected[source] = count
-    return streams, expected, ingested
+    return streams, expected, raw
 
 
 def _union(streams):
@@ -156,9 +157,9 @@ def _union(streams):
 
 
 def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None, changes=False,
-                ingested=()):
-    """Each source's rows -> ingest (unless `ingested` already) -> stages (the last with the barrier) ->
-    released rows.
+                raw=None):
+    """Each source's rows -> ingest (for the sources in `raw`, by default all) -> stages (the last with the
+    barrier) -> released rows.
 
     With `changes`, the barrier's stage also emits each batch's changelog rows.
     """
@@ -167,7 +168,7 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
         processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
         return _process(stream, processor, "shard")
 
-    raw = [source for source in streams if source not in ingested]
+    raw = list(streams) if raw is None else raw
     if topology.mode == "buffered":
         # As a Spark user writes it: a watermark per input, so that Spark's watermark is their minimum.
         stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, reorder_latency)
@@ -175,7 +176,7 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
         for stage in range(1, topology.stages + 1):
             stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
         return _process(stream, BufferedBarrierProcessor(topology, changes), "shard", timed=True)
-    parts = [streams[source] for source in ingested]
+    parts = [rows for source, rows in streams.items() if source not in raw]
     if raw:
         parts.append(ingest(_union(streams[source] for source in raw), raw))
     stream = _union(parts)
@@ -230,10 +231,8 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
-        streams, expected, ingested = source_streams(spark, prepared, topology, rate, max_rows_per_batch,
-                                                     replay_ingest)
-        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes,
-                             ingested)
+        streams, expected, raw = source_streams(spark, prepared, topology, rate, max_rows_per_batch, replay_ingest)
+        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes, raw)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,
                                    output=output, output_format=output_format)
@@ -252,7 +251,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
-                        changes=options.changes, stage_names=topology.stage_names(set(streams) - set(ingested)))
+                        changes=options.changes, stage_names=topology.stage_names(raw))
     finally:
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -156,10 +156,10 @@ def _union(streams):
     return union
 
 
-def build_query(streams: dict, topology, reorder_latency, late, expected=None, idle_timeout=None, changes=False,
-                raw=None):
-    """Each source's rows -> ingest (for the sources in `raw`, by default all) -> stages (the last with the
-    barrier) -> released rows.
+def build_query(streams: dict, raw: list, topology, reorder_latency, late, expected=None, idle_timeout=None,
+                changes=False):
+    """Each source's rows -> ingest (for the sources in `raw`) -> stages (the last with the barrier) ->
+    released rows.
 
     With `changes`, the barrier's stage also emits each batch's changelog rows.
     """
@@ -168,7 +168,6 @@ def build_query(streams: dict, topology, reorder_latency, late, expected=None, i
         processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
         return _process(stream, processor, "shard")
 
-    raw = list(streams) if raw is None else raw
     if topology.mode == "buffered":
         # As a Spark user writes it: a watermark per input, so that Spark's watermark is their minimum.
         stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, reorder_latency)
@@ -232,7 +231,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
         streams, expected, raw = source_streams(spark, prepared, topology, rate, max_rows_per_batch, replay_ingest)
-        stream = build_query(streams, topology, reorder_latency, late, expected, idle_timeout, options.changes, raw)
+        stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,
                                    output=output, output_format=output_format)

@@ -273,10 +273,25 @@ def test_metrics_have_the_same_keys_on_both_engines(readings):
     assert set(spark) == set(local) and set(spark["latency_ms"]) == set(local["latency_ms"])
     for key in ("events", "released", "late_dropped", "late_adjusted"):
         assert spark[key] == local[key], key
-    assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {"name", "batches", "batch_duration_ms",
-                                                                   "batch_time", "release_delay_batches"}
+    assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {
+        "name", "batches", "batch_duration_ms", "first_batch_s", "after_first_batch", "batch_time",
+        "release_delay_batches"}
+    assert spark["engine"]["after_first_batch"] is None  # only a paced run has a rate to keep up with
     assert spark["engine"]["batch_duration_ms"]["p50"] > 0
     assert local["engine"] == {"name": "local", "punctuations": local["latency_ms"]["batches"]}
+
+
+def test_a_paced_run_counts_its_rate_after_the_first_micro_batch(spark):
+    rate, events = 40, [(ts, ts % 7) for ts in range(60)]
+    result = run_spark(graphs.running_sum(), {"numbers": events}, spark, rate=rate)
+    assert result.outputs == reference_run(graphs.running_sum(), {"numbers": events})
+    engine = result.metrics["engine"]
+    after = engine["after_first_batch"]
+    # The first micro-batch carries one event; the 59 after it become due one every 1/40 s from the second's start.
+    assert after["events"] == len(events) - 1 and engine["first_batch_s"] > 0
+    assert after["wall_s"] >= (len(events) - 2) / rate
+    assert after["events_per_s"] == after["events"] / after["wall_s"] <= rate * (len(events) - 1) / (len(events) - 2)
+    assert result.metrics["wall_s"] > after["wall_s"]
 
 
 # --- late events and errors ----------------------------------------------------------------
@@ -458,7 +473,8 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
 
 def without_durations(engine_metrics: dict) -> dict:
     """Engine metrics but the micro-batch durations and timings, which only count the batches of the latest run."""
-    return {key: value for key, value in engine_metrics.items() if key not in ("batch_duration_ms", "batch_time")}
+    return {key: value for key, value in engine_metrics.items()
+            if key not in ("batch_duration_ms", "batch_time", "first_batch_s")}
 
 
 def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):

@@ -127,6 +127,26 @@ def batch_durations_ms(progress) -> list:
     return [duration["triggerExecution"] for duration in durations if "triggerExecution" in duration]
 
 
+def after_first_batch(parts, progress) -> dict | None:
+    """Events ingested after this run's first micro-batch, and the events/s from the start of its second to the
+    last release: a paced run's rate once Spark has started its Python workers and state stores (which the
+    first batch does, carrying one event per source). None with fewer than two batches.
+    """
+    starts = _batch_starts(progress)
+    if len(starts) < 2:
+        return None
+    (first, _), (_, second_start) = starts[0], starts[1]
+    later = [part for part in parts if part["batch"] > first]
+    events = _ingest_counts(later)["events"]
+    span = max(part["released_at"] for part in later) - second_start
+    return {"events": events, "wall_s": span, "events_per_s": events / span if span > 0 else None}
+
+
+def _first_batch_s(progress):
+    durations = batch_durations_ms(progress)
+    return durations[0] / 1000 if durations else None
+
+
 def release_delays(parts, progress, paced: bool) -> list:
     """For each output, micro-batches from the one that read its completing event to its release.
 
@@ -206,6 +226,8 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             "name": "spark",
             "batches": len(parts),
             "batch_duration_ms": percentiles(batch_durations_ms(progress)),
+            "first_batch_s": _first_batch_s(progress),
+            "after_first_batch": after_first_batch(parts, progress) if paced else None,
             "batch_time": batch_time(progress, list(stage_names)),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,

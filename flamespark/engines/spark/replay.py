@@ -106,7 +106,9 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.clock is None:
             self.clock = (now, start)
         anchor, first = self.clock
-        return min(self.total, first + int((now - anchor) * self.rate) + 1)
+        due = first + int((now - anchor) * self.rate) + 1
+        # The end of the input is known once its last event is due: the batch that reads that event ends it too.
+        return self.total if due >= self.events else due
 
     def latestOffset(self, start, limit):
         first = start["i"]

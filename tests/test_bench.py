@@ -12,7 +12,7 @@ from flamespark.cli.bench import sweep_points
 from flamespark.engines.spark.session import check_java
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
-from flamespark.tools.bench import modes_agree
+from flamespark.tools.bench import WARM_UP_EVENTS, modes_agree
 from flamespark.tools.disorder import disorder_events
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +47,7 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["outputs_equal"] is True
     assert report["engine"] == "local" and report["reorder_latency"] == 200 and report["pipeline"] == PIPELINE
+    assert report["warm_up_events"] is None  # the local engine has no JVM to warm up
     assert set(report["machine"]) == {"cores", "python", "platform"}
     assert report["input"]["events"] == 30 and report["input"]["late"] == 1
     assert report["input"]["sources"]["docs"]["inversions"] > 0
@@ -84,6 +85,7 @@ def test_report_has_three_latencies_and_the_share_retracted(tmp_path, events_fil
 def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, events_file):
     out, report = bench(tmp_path, events_file, "--max-rows-per-batch", "10", engine="spark")
     assert report["outputs_equal"] is True
+    assert report["warm_up_events"] == min(WARM_UP_EVENTS, report["input"]["events"])
     means = {}
     for mode in ("optimistic", "buffered"):
         assert report[mode]["engine"]["name"] == "spark"
@@ -99,6 +101,7 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
     assert means["optimistic"] < means["buffered"]
     markdown = (out / "report.md").read_text()
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
+    assert f"both modes ran unpaced on the first {report['warm_up_events']} events" in markdown
     assert "Where a micro-batch's time goes" in markdown and "| optimistic | 1: " in markdown
     assert re.search(r"^\| optimistic \| [0-9,]+ \|", markdown, re.MULTILINE)
 

@@ -27,8 +27,11 @@ class KeyedState:
         self._deferred.append(key)
 
     def take_deferred(self) -> list:
-        """The keys noted by `defer` since the last call (a key may come more than once)."""
-        keys, self._deferred = self._deferred, []
+        """The keys noted by `defer` since the last call (a key may come more than once); the caller must not
+        change the list."""
+        keys = self._deferred
+        if keys:  # most calls find none: the empty list stays, rather than a new one a call
+            self._deferred = []
         return keys
 
     def get(self, key: bytes):

@@ -114,16 +114,20 @@ class SourceProgress:
     def advance(self) -> dict:
         """Raise every source's punctuation to what it now supports; returns `{source: time}` of those that rose."""
         risen = {}
+        lowest = math.inf  # _lowest(), in the same pass: the local engine advances after every event
         for source, state in self._sources.items():
             supported = self._supported(source, state)
             if supported > state.punctuation:
                 state.punctuation = risen[source] = supported
+            if state.punctuation < lowest:
+                lowest = state.punctuation
         if self.idle_ms is not None:
             before = {source: state.punctuation for source, state in self._sources.items()}
             self._pass_idle(self.clock_ms())
             risen.update((source, state.punctuation) for source, state in self._sources.items()
                          if state.punctuation > before[source])
-        self._time = self._lowest()
+            lowest = self._lowest()
+        self._time = lowest
         return risen
 
     def punctuation(self, source: str):

@@ -171,6 +171,8 @@ class Barrier:
 
     def _forget_settled(self, time):
         """Forget the pairs settled at event times up to `time`, unless a copy of one came since."""
+        if not self._settled:  # as it is at every punctuation of a run that never waits
+            return
         for ts in [ts for ts in self._settled if ts <= time]:
             settled = self._settled.pop(ts)
             if not settled.tainted and not self._taints(ts, settled, self.state.held.at(ts)):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError, LateEventError
-from flamespark.core.items import Item, Meta, encode, event_tiebreak
+from flamespark.core.items import Item, Meta, encode, event_tiebreak, new_meta
 
 POLICIES = ("drop", "adjust", "fail")
 
@@ -31,7 +31,7 @@ def mint(source: str, ts: int, payload, arrival: float, position: int) -> Item:
         data = pack(payload)
     except (TypeError, ValueError, OverflowError):
         data = encode(payload, source, Meta(ts, source, 0, ()))  # raises the PayloadError naming the event
-    return Item(Meta(ts, source, event_tiebreak(data), (position,)), payload, data, False, arrival)
+    return Item(new_meta(Meta, (ts, source, event_tiebreak(data), position)), payload, data, False, arrival)
 
 
 @dataclass

@@ -63,7 +63,7 @@ class Runs:
     def warm_up(self, graph, events: dict) -> int:
         """Run both modes unpaced on the first WARM_UP_EVENTS events of each source, discarding the results, so
         that the measured runs share a JVM whose hot paths are compiled already (the first run in a fresh one
-        took twice as long a micro-batch here). Returns how many events each source gave."""
+        took twice as long a micro-batch here). Returns the fewest events a source gave it."""
         first = {name: pairs[:WARM_UP_EVENTS] for name, pairs in events.items()}
         for mode in MODES:
             _progress(f"warm-up: {mode} ...")

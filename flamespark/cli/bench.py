@@ -4,7 +4,7 @@ import sys
 
 from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float
 from flamespark.cli.run import add_pipeline_arguments, run_options
-from flamespark.tools.bench import WARM_UP_EVENTS
+from flamespark.tools.bench import WARM_UP_BATCH_ROWS, WARM_UP_EVENTS
 
 
 def sweep_points(text: str) -> list:
@@ -23,8 +23,8 @@ def add_parser(commands):
         "bench", help="compare the optimistic mode with the buffered baseline",
         description="Run both modes on the same input (and, with --sweep, on re-disordered copies of it; with "
                     "--rates, offered at several rates) and write DIR/report.json, DIR/report.md and plots. On Spark, "
-                    f"both modes first run once, unpaced and discarded, on the first {WARM_UP_EVENTS} events of each source, so "
-                    "that neither is measured on a cold JVM. Exit status 1 if their outputs differ.")
+                    f"both modes first run once, unpaced and discarded, on the first {WARM_UP_EVENTS} events of each source, "
+                    f"{WARM_UP_BATCH_ROWS} a micro-batch, so that neither is measured on a cold JVM. Exit status 1 if their outputs differ.")
     add_pipeline_arguments(parser)
     parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=sweep_points, default=[],
                         help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")

@@ -61,13 +61,15 @@ class Runs:
                    max_rows_per_batch=self.max_rows_per_batch, ingest_partitions=self.ingest_partitions, **options)
 
     def warm_up(self, graph, events: dict) -> int:
-        """Run both modes unpaced on the first WARM_UP_EVENTS events of each source, discarding the results, so
-        that the measured runs share a JVM whose hot paths are compiled already (the first run in a fresh one
-        took twice as long a micro-batch here). Returns the fewest events a source gave it."""
+        """Run both modes unpaced on the first WARM_UP_EVENTS events of each source, WARM_UP_BATCH_ROWS a
+        micro-batch, discarding the results, so that the measured runs share a JVM whose per-row and per-batch
+        paths are compiled already: the first run in a fresh one took twice as long a micro-batch here, and
+        one warm-up batch per mode did not make up for it where twenty did. Returns the fewest events a source
+        gave it."""
         first = {name: pairs[:WARM_UP_EVENTS] for name, pairs in events.items()}
         for mode in MODES:
             _progress(f"warm-up: {mode} ...")
-            replace(self, rate=None).run(graph, first, mode, "warm-up")
+            replace(self, rate=None, max_rows_per_batch=WARM_UP_BATCH_ROWS).run(graph, first, mode, "warm-up")
         return min(map(len, first.values()), default=0)
 
     def compare(self, graph, events: dict, label: str, inputs: dict) -> tuple[dict, dict]:
@@ -103,8 +105,9 @@ class Runs:
         return entry, latencies
 
 
-# Events per source of the Spark warm-up runs (`Runs.warm_up`).
+# Events per source of the Spark warm-up runs (`Runs.warm_up`), and how many a micro-batch.
 WARM_UP_EVENTS = 60
+WARM_UP_BATCH_ROWS = 3
 
 # The three latencies of a bench run: (report key, key of `compare`'s raw latencies, what it measures).
 LATENCIES = (
@@ -296,7 +299,8 @@ def markdown(report: dict) -> str:
         lines.append(f"| {label} | {_number(get(report['optimistic']))} | {_number(get(report['buffered']))} |")
     if report.get("warm_up_events"):
         lines += ["", f"Before the measured runs, both modes ran unpaced on the first {report['warm_up_events']} "
-                      "events of each source (results discarded), so that neither is charged with warming up the JVM."]
+                      f"events of each source, {WARM_UP_BATCH_ROWS} a micro-batch (results discarded), so that "
+                      "neither is charged with warming up the JVM."]
     lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.", ""]
     lines += _three_latencies(report)
     lines += _release_delays(report)

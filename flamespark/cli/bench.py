@@ -22,9 +22,10 @@ def add_parser(commands):
     parser = commands.add_parser(
         "bench", help="compare the optimistic mode with the buffered baseline",
         description="Run both modes on the same input (and, with --sweep, on re-disordered copies of it; with "
-                    "--rates, offered at several rates) and write DIR/report.json, DIR/report.md and plots. On Spark, "
-                    f"both modes first run once, unpaced and discarded, on the first {WARM_UP_EVENTS} events of each source, "
-                    f"{WARM_UP_BATCH_ROWS} a micro-batch, so that neither is measured on a cold JVM. Exit status 1 if their outputs differ.")
+                    "--rates, offered at several rates) and write DIR/report.json, DIR/report.md and plots. On "
+                    f"Spark, both modes first run once, unpaced and discarded, on the first {WARM_UP_EVENTS} events "
+                    f"of each source, {WARM_UP_BATCH_ROWS} a micro-batch, so that neither is measured on a cold "
+                    "JVM. Exit status 1 if their outputs differ.")
     add_pipeline_arguments(parser)
     parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=sweep_points, default=[],
                         help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")

@@ -276,7 +276,8 @@ ROWS = [
     ("wall time (s)", lambda m: m.get("wall_s")),
     ("micro-batches", lambda m: m["engine"].get("batches")),
     ("first micro-batch (s)", lambda m: m["engine"].get("first_batch_s")),
-    ("events/s after the first micro-batch", lambda m: (m["engine"].get("after_first_batch") or {}).get("events_per_s")),
+    ("events/s after the first micro-batch",
+     lambda m: (m["engine"].get("after_first_batch") or {}).get("events_per_s")),
     ("micro-batch p50 (ms)", lambda m: m["engine"].get("batch_duration_ms", {}).get("p50")),
     ("release delay, mean (micro-batches)", lambda m: m["engine"].get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]

@@ -62,10 +62,9 @@ class Runs:
 
     def warm_up(self, graph, events: dict) -> int:
         """Run both modes unpaced on the first WARM_UP_EVENTS events of each source, WARM_UP_BATCH_ROWS a
-        micro-batch, discarding the results, so that the measured runs share a JVM whose per-row and per-batch
-        paths are compiled already: the first run in a fresh one took twice as long a micro-batch here, and
-        one warm-up batch per mode did not make up for it where twenty did. Returns the fewest events a source
-        gave it."""
+        micro-batch, discarding the results, so that the measured runs share a JVM that has run many batches:
+        the first run in a fresh one took twice as long a micro-batch here, and one warm-up batch per mode did
+        not make up for it where twenty did. Returns the fewest events a source gave it."""
         first = {name: pairs[:WARM_UP_EVENTS] for name, pairs in events.items()}
         for mode in MODES:
             _progress(f"warm-up: {mode} ...")

@@ -21,6 +21,7 @@ class Node:
     fn: object = None
     key: object = None
     window: int | None = None
+    shard: object = None
 
 
 class Graph:
@@ -90,7 +91,7 @@ class Graph:
         for node in self.nodes.values():
             if node.kind == "stateful":
                 group, combine = f"{node.name}/group", f"{node.name}/combine"
-                graph.add_node(group, kind="group_by", window=2, operator=node.name)
+                graph.add_node(group, kind="group_by", window=2, operator=node.name, sharded=node.shard is not None)
                 graph.add_node(combine, kind="combine", operator=node.name)
                 graph.add_edge(group, combine)
                 graph.add_edge(combine, group, feedback=True)
@@ -108,6 +109,7 @@ class Graph:
         graph = self.to_networkx()
         for name, attrs in graph.nodes(data=True):
             label = f"{name}\\n{attrs['kind']}" + (f" w={attrs['window']}" if attrs.get("window") else "")
+            label += " sharded" if attrs.get("sharded") else ""
             lines.append(f"  {_quote(name)} [label={_quote(label)}, shape={shapes.get(attrs['kind'], 'box')}];")
         for a, b, attrs in graph.edges(data=True):
             style = ' [style=dashed, label="feedback"]' if attrs.get("feedback") else ""
@@ -220,13 +222,21 @@ class Stream:
             raise GraphError(f"group_by{where} window must be an integer >= 1, got {window!r}")
         return self._then("group_by", name, key=_callable(key, "group_by key", name), window=window)
 
-    def stateful(self, key, update, name: str | None = None) -> Stream:
+    def stateful(self, key, update, name: str | None = None, shard=None) -> Stream:
         """Per `key(payload)`, run `update(state, payload) -> (new_state, outputs)` in event-time order.
 
         `state` is None for a key's first payload; `outputs` is an iterable of
         payloads. `update` must be deterministic and must not mutate its arguments.
         A late-arriving payload is applied in its place: here 2 arrives last
         and the later running sums of its key are corrected.
+
+        `shard(key)`, if given, says where Spark keeps the key's state: keys
+        with equal shard values share a shard. A sharded operator whose input
+        comes from sharded ones runs in their Spark stage, one stateful
+        operator less per micro-batch, provided that what they make for it
+        has the shard value of what they made it from (the Spark engine
+        checks, and stops with an error naming both if not). The local engine
+        keeps every key in one process and has no use for it.
 
         >>> import flamespark as fs
         >>> def running_sum(total, reading):
@@ -243,7 +253,8 @@ class Stream:
         {'sensor': 'a', 'total': 6}
         """
         return self._then(
-            "stateful", name, key=_callable(key, "stateful key", name), fn=_callable(update, "stateful update", name)
+            "stateful", name, key=_callable(key, "stateful key", name), fn=_callable(update, "stateful update", name),
+            shard=None if shard is None else _callable(shard, "stateful shard", name),
         )
 
     def union(self, *others: Stream, name: str | None = None) -> Stream:

@@ -13,20 +13,25 @@ class KeyedOperator(BoundaryOperator):
     `window - 1`, which later windows may still need. Buckets are collected
     at the punctuations at which the state says they are due.
     Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`) and
-    implement `apply(bucket, item)`.
+    implement `apply(bucket, item)`. An engine that spreads keys over shards
+    places a key by `shard_of`: `shard(key)` if given, else the key itself.
     """
 
-    def __init__(self, name, key):
+    def __init__(self, name, key, shard=None):
         super().__init__(name)
         if not callable(key):
             raise TypeError(f"key of operator {name!r} must be callable")
+        if shard is not None and not callable(shard):
+            raise TypeError(f"shard of operator {name!r} must be callable or None")
         self.key = key
+        self.shard = shard
 
     def new_state(self) -> DictState:
         return DictState()
 
     def key_of(self, item) -> bytes:
         """The msgpack encoding of the item's key."""
+        # `_called` and `_encoded`, inlined: this runs for every item.
         try:
             key = self.key(item.payload)
         except FlameSparkError:
@@ -37,6 +42,27 @@ class KeyedOperator(BoundaryOperator):
             return pack(key)
         except (TypeError, ValueError, OverflowError):
             return encode(key, self.name, item.meta)  # raises the PayloadError naming the event
+
+    def shard_of(self, item) -> bytes:
+        """The msgpack encoding of what places the item's key on a shard: `shard(key)`, or the key."""
+        if self.shard is None:
+            return self.key_of(item)
+        key = self._called("key", self.key, item.payload, item)
+        return self._encoded(self._called("shard", self.shard, key, item), item)
+
+    def _called(self, role: str, fn, argument, item):
+        try:
+            return fn(argument)
+        except FlameSparkError:
+            raise
+        except Exception as exc:
+            raise self.failure(role, exc, item) from exc
+
+    def _encoded(self, value, item) -> bytes:
+        try:
+            return pack(value)
+        except (TypeError, ValueError, OverflowError):
+            return encode(value, self.name, item.meta)  # raises the PayloadError naming the event
 
     def process(self, item, state):
         """The items that adding `item` makes, with any work it left waiting done (for running an operator

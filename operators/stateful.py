@@ -20,8 +20,8 @@ class StatefulLoop(KeyedOperator):
 
     kind = "stateful"
 
-    def __init__(self, name, key, update):
-        super().__init__(name, key)
+    def __init__(self, name, key, update, shard=None):
+        super().__init__(name, key, shard)
         if not callable(update):
             raise TypeError(f"update of operator {name!r} must be callable")
         self.update = update

@@ -83,3 +83,48 @@ def two_sources():
         .sink("mixed")
     )
     return g
+
+
+CHUNK = 2
+
+
+def _count_chunk_update(state, posting):
+    """Count a document's postings by chunk of CHUNK; the chunk's last posting emits the chunk's dfs."""
+    dfs = (state or []) + [posting["df"]]
+    chunk = posting["index"] // CHUNK
+    if len(dfs) < min(CHUNK, posting["parts"] - chunk * CHUNK):
+        return dfs, []
+    return None, [{"doc": posting["doc"], "chunk": chunk, "dfs": sorted(dfs), "parts": posting["parts"]}]
+
+
+def _collect_chunks_update(state, chunk):
+    chunks = (state or []) + [[chunk["chunk"], chunk["dfs"]]]
+    if len(chunks) < -(-chunk["parts"] // CHUNK):
+        return chunks, []
+    return None, [{"doc": chunk["doc"], "chunks": sorted(chunks)}]
+
+
+def _split_numbered(doc):
+    return [dict(part, index=i) for i, part in enumerate(_split_document(doc))]
+
+
+def sharded_collectors():
+    """As `fanout_collector`, collecting in two levels, by chunk then by document, both sharded by document: on
+    Spark the two levels run in one stage."""
+    g = fs.Graph("sharded")
+    (
+        g.source("docs")
+        .flat_map(_split_numbered, name="numbered_split")
+        .stateful(key=lambda part: part["word"], update=_posting_update_numbered, name="numbered_postings")
+        .stateful(key=lambda p: [p["doc"], p["index"] // CHUNK], update=_count_chunk_update, name="chunks",
+                  shard=lambda key: key[0])
+        .stateful(key=lambda chunk: chunk["doc"], update=_collect_chunks_update, name="collect_chunks",
+                  shard=lambda key: key)
+        .sink("chunked_documents")
+    )
+    return g
+
+
+def _posting_update_numbered(state, part):
+    df, outputs = _posting_update(state, part)
+    return df, [dict(output, index=part["index"]) for output in outputs]

@@ -41,15 +41,17 @@ def test_number_graphs_match_in_order_run(build, mode, case):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("build, sink", [(graphs.fanout_collector, "documents"),
+                                         (graphs.sharded_collectors, "chunked_documents")], ids=["one", "chunked"])
 @settings(max_examples=150, deadline=None)
 @given(case=document_case())
-def test_fanout_collector_matches_in_order_run(mode, case):
+def test_fanout_collectors_match_in_order_run(build, sink, mode, case):
     latency, events, arrival, every = case
-    graph = graphs.fanout_collector()
+    graph = build()
     result = fs.run(graph, {"docs": arrival}, mode=mode, reorder_latency=latency, punctuate_every=every)
     expected = reference_run(graph, {"docs": events})
     assert result.outputs == expected
-    assert len(result.outputs["documents"]) == len(events)
+    assert len(result.outputs[sink]) == len(events)
 
 
 @pytest.mark.parametrize("mode", MODES)

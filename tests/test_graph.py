@@ -55,6 +55,8 @@ def test_non_callable_key_and_update_are_rejected():
         s.stateful(abs, None, name="st")
     with pytest.raises(fs.GraphError, match="group_by key function must be callable"):
         s.group_by("word", 2)
+    with pytest.raises(fs.GraphError, match="stateful shard function of 'st' must be callable, got str"):
+        s.stateful(abs, abs, name="st", shard="doc")
 
 
 def test_operator_without_path_to_a_sink_is_rejected():

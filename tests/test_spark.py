@@ -36,8 +36,10 @@ import flamespark as fs
 from flamespark.cli import main
 from flamespark.engines.spark.partitioning import spark_partition, spread_keys
 from flamespark.engines.spark.session import LOG_FILE, check_java
+from flamespark.engines.spark.topology import Topology
 from flamespark.tools.runner import run_to_directory
 from tests import graphs
+from tests.graphs import running_sum_update
 from tests.changelog_checks import check_changelog
 from tests.reference import reference_run
 
@@ -62,7 +64,7 @@ def all_graphs():
     """Every graph of tests/graphs.py as one graph (sources shared by name), so one query runs them all."""
     merged = fs.Graph("all_graphs")
     for build in (graphs.running_sum, graphs.window3, graphs.chained_stateful, graphs.fanout_collector,
-                  graphs.two_sources):
+                  graphs.sharded_collectors, graphs.two_sources):
         for node in build().nodes.values():
             known = merged.nodes.setdefault(node.name, node)
             assert known is node or node.kind == "source", f"two graphs use the name {node.name!r}"
@@ -109,7 +111,7 @@ def test_all_graphs_match_the_in_order_run_and_the_local_engine(spark, mode, rnd
     assert result.outputs == fs.run(graph, arrival, reorder_latency=latency).outputs
     check_changelog(result, arrival, union_sinks=["mixed"])
     assert result.late == []
-    assert len(result.outputs["documents"]) == len(events["docs"])
+    assert len(result.outputs["documents"]) == len(result.outputs["chunked_documents"]) == len(events["docs"])
     assert result.metrics["events"] == sum(map(len, events.values()))
     assert result.metrics["engine"]["batches"] >= 3
     if mode == "buffered":
@@ -325,6 +327,30 @@ def test_user_function_error_names_operator_and_event(spark):
         run_spark(graph, arrival, spark)
     assert str(on_spark.value) == str(local.value)
     assert "operator 'sum' raised ZeroDivisionError: no threes (on event ts=3 of source 'numbers'" in str(local.value)
+
+
+def test_sharded_operators_fed_by_sharded_ones_join_their_stage():
+    graph = graphs.sharded_collectors()
+    assert Topology(graph, "optimistic", 2).stage_names([]) == [
+        "1: numbered_postings", "2: chunks, collect_chunks, barrier"]
+    assert Topology(graph, "buffered", 2).stage_names(["docs"]) == [
+        "0: ingest", "1: numbered_postings/buffer, numbered_postings",
+        "2: chunks/buffer, chunks, collect_chunks/buffer, collect_chunks", "3: barrier"]
+
+
+@pytest.mark.parametrize("mode", ["optimistic", "buffered"])
+def test_shard_functions_that_disagree_stop_a_spark_run_naming_both_operators(spark, mode):
+    graph = fs.Graph("disagreeing")
+    (
+        graph.source("numbers")
+        .stateful(key=lambda v: v % 4, update=running_sum_update, name="first", shard=lambda key: key % 2)
+        .stateful(key=lambda v: v % 4, update=running_sum_update, name="second", shard=lambda key: key % 2 + 1)
+        .sink("sums")
+    )
+    arrival = {"numbers": [(ts, ts) for ts in range(6)]}
+    assert fs.run(graph, arrival, mode=mode).outputs == reference_run(graph, arrival)  # the local engine has no shards
+    with pytest.raises(fs.UserFunctionError, match="operator 'second' is sharded like 'first', which feeds it"):
+        run_spark(graph, arrival, spark, mode=mode)
 
 
 @pytest.mark.parametrize("mode", ["optimistic", "buffered"])

@@ -116,7 +116,7 @@ def _entries(plan, node, mode) -> list:
     elif kind == "group_by":
         op = WindowedGrouping(node.name, node.key, node.window)
     elif kind == "stateful":
-        op = StatefulLoop(node.name, node.key, node.fn)
+        op = StatefulLoop(node.name, node.key, node.fn, node.shard)
     else:
         raise GraphError(f"unknown operator kind {kind!r} for {node.name!r}")
     plan.add(op)

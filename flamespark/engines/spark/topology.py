@@ -1,4 +1,5 @@
 """How a physical plan splits into Spark stages, and which stage and shard each item goes to next."""
+from flamespark.core.errors import UserFunctionError
 from flamespark.engines.spark.partitioning import spread_keys
 from flamespark.engines.spark.rows import ITEMS, pack_meta, shard_of
 from flamespark.runtime.plan import build_plan
@@ -13,11 +14,14 @@ class Topology:
     baseline's buffer) runs one stage after the latest stage its input comes
     from, and the keyed operator behind a buffer shares the buffer's stage;
     stateless operators run inline, in the stage that produced their input.
-    The barrier lives in the last stage (stage 1 if
+    A sharded keyed operator (one with a `shard` function) whose input all
+    comes from sharded keyed operators of one stage joins that stage
+    instead: the items they make for it stay in their shard (`stays`). The barrier lives in the last stage (stage 1 if
     there are no keyed operators; the baseline's barrier one stage after
     that). Items travel in bundles (rows.Outbox) to a stage and a
     shard: the key's hash for an operator, the meta's hash for the barrier,
-    as one of `shard_keys`, which Spark's shuffle sends to distinct tasks.
+    as one of `shard_keys`, which Spark's shuffle sends to distinct tasks
+    (by `shard_of`, for a keyed operator).
     Stage 0 runs one group per ingest partition, keyed by `ingest_keys`:
     `partitions[source]` (1 if not given) of them take a source's events,
     spread by position.
@@ -38,17 +42,37 @@ class Topology:
             for target in targets:
                 parents.setdefault(target, []).append(name)
         for name, operator in self.plan.operators.items():
-            inputs = [self.stage_of[parent] for parent in parents[name]]
+            latest = max(self.stage_of[parent] for parent in parents[name])
             if operator.boundary and not self._behind_buffer(parents[name]):
-                self.stage_of[name] = max(inputs) + 1
+                self.stage_of[name] = latest if self._joins(name, latest, parents) else latest + 1
             else:
-                self.stage_of[name] = max(inputs)
+                self.stage_of[name] = latest
         self.stages = max(self.stage_of.values())
         barrier_stage = self.stages + 1 if mode == "buffered" else max(self.stages, 1)
         self.stage_of.update((sink, barrier_stage) for sink in self.plan.sinks)
 
     def _behind_buffer(self, parents) -> bool:
         return len(parents) == 1 and isinstance(self.plan.operators.get(parents[0]), BufferSort)
+
+    def _joins(self, name: str, stage: int, parents: dict) -> bool:
+        """Whether boundary operator `name` runs in `stage`, the latest its input comes from: it is sharded, and
+        all its input comes from sharded keyed operators of that stage. Then, in the baseline too, it gets its
+        input from one stage in meta order."""
+        if self.keyed_behind(name).shard is None:
+            return False
+        return all(feeder in self.plan.operators and self.stage_of[feeder] == stage
+                   and self.keyed_behind(feeder).shard is not None for feeder in self._feeders(name, parents))
+
+    def _feeders(self, name: str, parents: dict) -> set:
+        """The sources and boundary operators whose outputs reach `name` through stateless operators only."""
+        found = set()
+        for parent in parents[name]:
+            operator = self.plan.operators.get(parent)
+            if operator is None or operator.boundary:
+                found.add(parent)
+            else:
+                found |= self._feeders(parent, parents)
+        return found
 
     def boundary_operators(self, stage: int) -> dict:
         """The boundary operators that stage `stage` runs, by name."""
@@ -66,11 +90,34 @@ class Topology:
     def send(self, outbox, origin: str, item, cause: bytes | None = None):
         """Put into `outbox` everything `item` reaches from `origin` through stateless operators, with `cause`."""
         for target, reached in self.route(origin, item):
-            if target in self.plan.sinks:
-                shard = self.shard_keys[shard_of(pack_meta(reached.meta), self.shards)]
-            else:
-                shard = self.shard_keys[shard_of(self.keyed_behind(target).key_of(reached), self.shards)]
-            outbox.add(ITEMS, self.stage_of[target], shard, target, reached, cause)
+            self.put(outbox, target, reached, cause)
+
+    def put(self, outbox, target: str, item, cause: bytes | None = None):
+        """Put `item`, bound for `target`, into `outbox` for the stage and shard that take it, with `cause`."""
+        if target in self.plan.sinks:
+            shard = self.shard_keys[shard_of(pack_meta(item.meta), self.shards)]
+        else:
+            shard = self.shard_keys[shard_of(self.keyed_behind(target).shard_of(item), self.shards)]
+        outbox.add(ITEMS, self.stage_of[target], shard, target, item, cause)
+
+    def stays(self, stage: int, target: str):
+        """The keyed operator that takes, in `stage` itself, items that `stage` makes for `target`; None if they
+        go on to another stage or to a sink."""
+        if target in self.plan.sinks or self.stage_of[target] != stage:
+            return None
+        return self.keyed_behind(target)
+
+    @staticmethod
+    def check_shard(maker, made_from, taker, item):
+        """Raise a UserFunctionError unless `item`, which keyed operator `maker` made from `made_from` for
+        keyed operator `taker` of the same stage, has the shard value of `made_from`: it stays in that shard."""
+        if taker.shard_of(item) != maker.shard_of(made_from):
+            raise UserFunctionError(
+                f"stateful operator {taker.name!r} is sharded like {maker.name!r}, which feeds it, and so runs in "
+                f"its stage on Spark, but the shard value of an output of {maker.name!r} (from "
+                f"{made_from.meta.describe()}) differs from its input's: give them shard functions that agree, "
+                f"or drop the shard function of {taker.name!r}"
+            )
 
     def stage_names(self, ingesting) -> list:
         """What each stateful operator of the query runs, from the sources on, when the sources `ingesting`

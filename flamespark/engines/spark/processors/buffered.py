@@ -97,7 +97,7 @@ class BufferedStageProcessor(BlobProcessor):
         items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, False, arrival), None)
                  for target, _, meta, data, arrival in ready]
         outbox = Outbox()
-        apply_in_meta_order(self.topology, items, stage, outbox)
+        apply_in_meta_order(self.topology, self.stage, items, stage, outbox)
         stage.punctuate(final)
         stage.save()
         self._save(state, buffered)

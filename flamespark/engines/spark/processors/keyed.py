@@ -8,17 +8,27 @@ from flamespark.engines.spark.rows import CHANGE, ITEMS, OUT, PUNCT, Outbox, enc
 from flamespark.runtime.changes import StepChanges
 
 
-def apply_in_meta_order(topology, items, stage, outbox, barrier=None, changes: StepChanges | None = None):
-    """Run `(operator, item, cause)` triples in meta order on their states in `stage`; what their results
-    reach goes into `outbox`, with the item's `cause`.
+def apply_in_meta_order(topology, stage: int, items, stage_state, outbox, barrier=None,
+                        changes: StepChanges | None = None):
+    """Run `(operator, item, cause)` triples of stage `stage` in meta order on their states in `stage_state`
+    (a StageState); what their results reach goes into `outbox`, with the item's `cause`.
 
-    With a `barrier`, results that reach a sink go into it instead, and into
-    `changes` if given.
+    Results for a keyed operator of the stage itself (`Topology.stays`) are
+    run in turn, in meta order, once the items before them are done. With a
+    `barrier`, results that reach a sink go into it, and into `changes` if
+    given.
     """
+    while items:
+        items = _apply(topology, stage, items, stage_state, outbox, barrier, changes)
+
+
+def _apply(topology, stage, items, stage_state, outbox, barrier, changes) -> list:
+    """`apply_in_meta_order` of `items`; returns the triples their results make for the stage itself."""
     items = sorted(items, key=_item_identity)
-    keys = stage.read(items)
+    keys = stage_state.read(items)
+    staying = []
     for index, ((operator, item, cause), key_data) in enumerate(zip(items, keys)):
-        state = stage.states[operator.name]
+        state = stage_state.states[operator.name]
         results = operator.process_keyed(key_data, item, state)
         # A tombstone's replacement sorts right after it: the work the tombstone left waits for it.
         if index + 1 == len(items) or items[index + 1][0] is not operator or keys[index + 1] != key_data:
@@ -26,13 +36,18 @@ def apply_in_meta_order(topology, items, stage, outbox, barrier=None, changes: S
             if waited:
                 results = [*results, *waited]
         for result in results:
-            if barrier is None:
-                topology.send(outbox, operator.name, result, cause)
-                continue
             for target, reached in topology.route(operator.name, result):
-                if target not in topology.plan.sinks:
+                taker = topology.stays(stage, target)
+                if taker is not None:
+                    topology.check_shard(operator, item, taker, reached)
+                    staying.append((taker, reached, cause))
+                elif barrier is None:
+                    topology.put(outbox, target, reached, cause)
+                elif target in topology.plan.sinks:
+                    push(barrier, changes, topology.plan.sinks[target], reached, cause)
+                else:
                     raise InternalError(f"internal error: the last stage feeds keyed operator {target!r}")
-                push(barrier, changes, topology.plan.sinks[target], reached, cause)
+    return staying
 
 
 def _item_identity(entry):

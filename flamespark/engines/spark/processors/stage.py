@@ -96,7 +96,7 @@ class StageProcessor(BlobProcessor):
                 items.append((self.operators[target], item, cause))
             else:
                 push(barrier, changes, self.topology.plan.sinks[target], item, cause)
-        apply_in_meta_order(self.topology, items, stage, outbox, barrier, changes)
+        apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
         add_changes(outbox, shard, changes)
         out = outbox.rows()
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))

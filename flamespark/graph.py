@@ -232,9 +232,9 @@ class Stream:
 
         `shard(key)`, if given, says where Spark keeps the key's state: keys
         with equal shard values share a shard. A sharded operator whose input
-        comes from sharded ones runs in their Spark stage, one stateful
-        operator less per micro-batch, provided that what they make for it
-        has the shard value of what they made it from (the Spark engine
+        all comes from sharded ones of one Spark stage runs in that stage, one
+        stateful operator less per micro-batch, provided that what they make
+        for it has the shard value of what they made it from (the Spark engine
         checks, and stops with an error naming both if not). The local engine
         keeps every key in one process and has no use for it.
 

@@ -16,12 +16,12 @@ class Topology:
     stateless operators run inline, in the stage that produced their input.
     A sharded keyed operator (one with a `shard` function) whose input all
     comes from sharded keyed operators of one stage joins that stage
-    instead: the items they make for it stay in their shard (`stays`). The barrier lives in the last stage (stage 1 if
-    there are no keyed operators; the baseline's barrier one stage after
-    that). Items travel in bundles (rows.Outbox) to a stage and a
-    shard: the key's hash for an operator, the meta's hash for the barrier,
-    as one of `shard_keys`, which Spark's shuffle sends to distinct tasks
-    (by `shard_of`, for a keyed operator).
+    instead: the items they make for it stay in their shard (`stays`).
+    The barrier lives in the last stage (stage 1 if there are no keyed
+    operators; the baseline's barrier one stage after that). Items travel
+    in bundles (rows.Outbox) to a stage and a shard: the hash of `shard_of`
+    for an operator, of the meta for the barrier, as one of `shard_keys`,
+    which Spark's shuffle sends to distinct tasks.
     Stage 0 runs one group per ingest partition, keyed by `ingest_keys`:
     `partitions[source]` (1 if not given) of them take a source's events,
     spread by position.

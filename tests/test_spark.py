@@ -180,17 +180,43 @@ def test_ingest_runs_per_ingest_partition_and_replays_a_batch_alike(spark, tmp_p
     # Events spread by position: 20 events over 3 partitions.
     assert sorted(ingest.values()) == [6, 7, 7] and len(ingest) == 3
 
-    # A crash after the last batch wrote its part but before Spark committed it: the rerun replays that batch.
+    last, replayed = replay_the_last_batch(tmp_path, run, result)
+    ingest_rows = [[row for row in part["metrics"] if row[0] == "ingest"] for part in (replayed, last)]
+    assert sorted(ingest_rows[0]) == sorted(ingest_rows[1]) != []
+
+
+def replay_the_last_batch(checkpoint: Path, run, result):
+    """Crash after the last batch wrote its part but before Spark committed it, then `run()` again: it must
+    replay that batch, with the same releases. Returns the batch's part as written first and as replayed."""
+    parts = sorted(checkpoint.glob("parts/batch-*.msgpack"))
     last = msgpack.unpackb(parts[-1].read_bytes())
     for name in (str(last["batch"]), f".{last['batch']}.crc"):
-        (tmp_path / "checkpoint" / "commits" / name).unlink()
+        (checkpoint / "checkpoint" / "commits" / name).unlink()
     parts[-1].unlink()
     assert run().outputs == result.outputs
     replayed = msgpack.unpackb(parts[-1].read_bytes())
     # The same releases (an unpaced event's arrival is when it was read, so it differs).
     assert [out[:2] for out in replayed["outputs"]] == [out[:2] for out in last["outputs"]] != []
-    ingest_rows = [[row for row in part["metrics"] if row[0] == "ingest"] for part in (replayed, last)]
-    assert sorted(ingest_rows[0]) == sorted(ingest_rows[1]) != []
+    return last, replayed
+
+
+@pytest.mark.parametrize("mode", ["optimistic", "buffered"])
+def test_a_batch_through_a_fused_stage_replays_alike(spark, tmp_path, mode):
+    graph = graphs.sharded_collectors()
+    words = ("ant", "bee", "cat", "dog", "eel")
+    events = [(ts, {"id": ts, "words": [words[(ts + i) % 5] for i in range(ts % 4 + 1)]}) for ts in range(0, 40, 2)]
+    arrival = {"docs": disorder(events, 6, random.Random(3))}
+
+    def run():
+        return run_spark(graph, arrival, spark, mode=mode, reorder_latency=6, checkpoint=tmp_path / mode,
+                         max_rows_per_batch=4)
+
+    result = run()
+    assert result.outputs == reference_run(graph, {"docs": events})
+    assert len(result.outputs["chunked_documents"]) == len(events)
+    stages = [stage["stage"] for stage in result.metrics["engine"]["batch_time"]["stages"]]
+    assert any(stage.startswith("2: chunks") and "collect_chunks" in stage for stage in stages), stages
+    replay_the_last_batch(tmp_path / mode, run, result)
 
 
 # --- one uninterrupted run of the CLI's pipeline: release timing, late events, and the restart baseline

@@ -108,6 +108,11 @@ def _split_numbered(doc):
     return [dict(part, index=i) for i, part in enumerate(_split_document(doc))]
 
 
+def _posting_update_numbered(state, part):
+    df, outputs = _posting_update(state, part)
+    return df, [dict(output, index=part["index"]) for output in outputs]
+
+
 def sharded_collectors():
     """As `fanout_collector`, collecting in two levels, by chunk then by document, both sharded by document: on
     Spark the two levels run in one stage."""
@@ -124,7 +129,3 @@ def sharded_collectors():
     )
     return g
 
-
-def _posting_update_numbered(state, part):
-    df, outputs = _posting_update(state, part)
-    return df, [dict(output, index=part["index"]) for output in outputs]

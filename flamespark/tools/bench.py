@@ -35,6 +35,11 @@ def _progress(text: str):
     print(f"bench: {text}", file=sys.stderr, flush=True)
 
 
+# Events per source of the Spark warm-up runs (`Runs.warm_up`), and how many a micro-batch.
+WARM_UP_EVENTS = 60
+WARM_UP_BATCH_ROWS = 3
+
+
 @dataclass(frozen=True)
 class Runs:
     """How the bench runs a graph: engine and run options, the same for every run it compares."""
@@ -104,10 +109,6 @@ class Runs:
         return entry, latencies
 
 
-# Events per source of the Spark warm-up runs (`Runs.warm_up`), and how many a micro-batch.
-WARM_UP_EVENTS = 60
-WARM_UP_BATCH_ROWS = 3
-
 # The three latencies of a bench run: (report key, key of `compare`'s raw latencies, what it measures).
 LATENCIES = (
     ("speculative", "speculative", "speculative: arrival to the early result never retracted"),
@@ -157,8 +158,8 @@ SUSTAINED = 0.95
 
 def processed_per_s(metrics: dict):
     """The events/s a paced run processed: on Spark from its second micro-batch on, since the first starts the
-    query's Python workers and state stores (about 10 s here) before its one event per source; else over the
-    whole run."""
+    query's Python workers and state stores (seconds) before its one event per source; else over the whole
+    run."""
     after = metrics["engine"].get("after_first_batch")
     return after["events_per_s"] if after else metrics["events_per_s"]
 

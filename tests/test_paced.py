@@ -1,4 +1,6 @@
-"""Paced local runs: events arrive at a rate; what waits is applied in meta order, and behind, only once final."""
+"""Paced local runs: events arrive at a rate; what waits is applied in meta order, and behind, only once final
+or in time to spare."""
+import math
 import time
 
 import pytest
@@ -81,6 +83,22 @@ def test_an_engine_behind_applies_only_what_the_punctuation_made_final():
     # 25 comes after 30 but precedes it: applied with the waiting events in meta order, it replays nothing.
     result = _turns(run, [[(25, 25)]], [False])
     assert run.events == 4
+    assert result.metrics["tombstones"] == 0
+    assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
+
+
+def test_what_a_turn_behind_held_back_waits_for_time_to_spare_and_is_then_applied_in_meta_order():
+    graph = graphs.running_sum()
+    run = LocalRun(graph, RunOptions.of(reorder_latency=10))
+    run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
+    # One more event, but two wait from before: the turn is still behind, and 25 is not final either.
+    run._apply_waiting([("numbers", 25, 25, 0.0)])
+    assert [item.meta.ts for _, item, _ in run.admitted] == [20, 25, 30]
+    run._apply_held_back(until=time.perf_counter() - 1.0)  # no time to spare
+    assert run.events == 1
+    run._apply_held_back(until=math.inf)
+    assert run.admitted == [] and run.events == 4
+    result = _turns(run, [], [])
     assert result.metrics["tombstones"] == 0
     assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
 

@@ -36,15 +36,18 @@ class LocalRun:
     every `punctuate_every` events. Paced (`rate` events/s), the k-th event
     arrives k / rate s after the start and its latency counts from then.
     An engine that keeps up applies each event on arrival. One that falls
-    behind finds several events waiting when it turns to them: it admits
-    them all, advances the punctuation, and applies in meta order only the
-    admitted events at or below it, which no late event can precede any
-    more; the others wait, in meta order, for a later turn (or the end of
-    input). So under overload it applies events as the buffered mode would,
+    behind finds several events waiting when it turns to them (counting
+    those it held back before): it admits them all, advances the
+    punctuation, and applies in meta order only the admitted events at or
+    below it, which no late event can precede any more. The others it holds
+    back, in meta order, and applies them only in time to spare, before the
+    next event is due, or once the punctuation reaches them (or the input
+    ends). So under overload it applies events as the buffered mode would,
     in order (what it held back replays nothing), while their results are
-    released no later. After each event, every boundary operator does the
-    work it left waiting (`flush`), so a step ends with the operators settled.
-    While a paced run waits for the next arrival, the barrier cancels the
+    released no later; with time to spare, what it held back is computed
+    early again. After each event, every boundary operator does the work it
+    left waiting (`flush`), so a step ends with the operators settled. While
+    a paced run waits for the next arrival, the barrier cancels the
     tombstones that met their items (`Barrier.settle`), which punctuations,
     the last above all, then need not.
 
@@ -135,7 +138,8 @@ class LocalRun:
             position += 1
             if due > clock.perf_counter():
                 self._apply_waiting(waiting)
-                self.barrier.settle()  # in the time to spare until `due`
+                self._apply_held_back(due)  # in the time to spare until `due`
+                self.barrier.settle()  # in what is left of it
                 delay = due - clock.perf_counter()
                 if delay > 0:
                     clock.sleep(delay)
@@ -144,14 +148,24 @@ class LocalRun:
 
     def _apply_waiting(self, waiting: list):
         if waiting:
-            self.apply(waiting, behind=len(waiting) > 1)
+            self.apply(waiting, behind=len(waiting) + len(self.admitted) > 1)
             waiting.clear()
             self.punctuate()
+
+    def _apply_held_back(self, until: float):
+        """Apply in meta order the admitted events a turn behind held back, while the clock is before `until`."""
+        held_back = self.admitted
+        applied = 0
+        while applied < len(held_back) and clock.perf_counter() < until:
+            self._deliver(*held_back[applied])
+            applied += 1
+        del held_back[:applied]
+        self.events += applied
 
     def apply(self, events, behind: bool = False):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
         admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
-        admit, deliver, step = self.progress.admit, self.deliver, self.step
+        admit, step = self.progress.admit, self.step
         admitted = self.admitted
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
@@ -166,12 +180,16 @@ class LocalRun:
         else:
             self.admitted = []
         for source, item, cause in admitted:
-            self.cause = cause
-            deliver[source](item)
-            self.flush()
-            if step is not None:
-                self.take_changes()
+            self._deliver(source, item, cause)
         self.events += len(admitted)
+
+    def _deliver(self, source: str, item, cause):
+        """Apply one admitted event: deliver it, let the operators settle, end the changelog's step."""
+        self.cause = cause
+        self.deliver[source](item)
+        self.flush()
+        if self.step is not None:
+            self.take_changes()
 
     def take_changes(self):
         """End the changelog's step: its changes join the changelog, stamped now."""

@@ -10,8 +10,11 @@ buffered.  Runs that become empty are dropped.
 Keys and values live in parallel lists per run, and a cursor per run marks
 its first buffered element, so a cut-off is a binary search plus a slice;
 the consumed prefix is deleted only once it outweighs the rest of the run.
-Head runs are merged by ``list.sort``, or for large merges of int keys by
-a numpy stable argsort (a radix sort when the keys span less than 2**16).
+When more of a run is cut than stays, the cut part is not even copied: the
+run's lists go to the merge and the rest moves to new ones.  Head runs are
+merged by ``list.sort``, or for large merges of int keys by numpy: a stable
+radix argsort when the keys span less than 2**16, else a sort of the keys
+with their positions packed in.
 """
 
 import struct
@@ -53,7 +56,7 @@ class ImpatienceSorter:
     With ``huffman=True`` the head runs cut by a flush are merged two at a
     time, always the two shortest (the paper's Huffman merge).  By default
     they are laid end to end, oldest first, and merged stably in one C call
-    (``list.sort``, or numpy's argsort for large merges of int keys), which
+    (``list.sort``, or numpy for large merges of int keys), which
     in CPython is several times faster.
     """
 
@@ -144,12 +147,33 @@ class ImpatienceSorter:
             v = vals[i]
             s = start[i]
             c = bisect_right(k, T, s)
+            sizes.append(c - s)
+            if c - s > len(k) - c:
+                # More is cut than stays: rather than slice the head out,
+                # hand the run's lists to the merge and move the rest, if
+                # any, to new ones.
+                if c < len(k):
+                    keys[i] = k[c:]
+                    vals[i] = v[c:]
+                    heads[i] = k[c]
+                    start[i] = 0
+                    del k[c:], v[c:]
+                    if k is self._topk:
+                        self._topk = keys[i]
+                        self._topv = vals[i]
+                else:
+                    dead.append(i)
+                if s:
+                    del k[:s], v[:s]
+                if kout:
+                    kout += k
+                    vout += v
+                else:  # the first head run: not copied at all
+                    kout = k
+                    vout = v
+                continue
             kout += k[s:c]
             vout += v[s:c]
-            sizes.append(c - s)
-            if c == len(k):
-                dead.append(i)
-                continue
             heads[i] = k[c]
             if c > _COMPACT and c + c > len(k):
                 del k[:c]
@@ -259,8 +283,8 @@ def _sort_merge(keys, vals, sizes):
     ``list.sort`` computes each item's key once, in list order, so an
     iterator over the keys can serve as the key function.  The sort finds
     the runs and merges them with galloping; being stable, it puts older
-    runs first on equal keys.  With many keys that fit in int64, numpy's
-    stable argsort does the same work faster.
+    runs first on equal keys.  With many keys that fit in int64, numpy
+    does the same work faster.
     """
     n = len(keys)
     if n >= _NUMPY_MERGE:
@@ -270,10 +294,18 @@ def _sort_merge(keys, vals, sizes):
             pass  # not all int64
         else:
             lo = int(a.min())
-            if int(a.max()) - lo < 1 << 16:
-                a = (a - lo).astype(np.uint16)  # radix sorted
+            span = int(a.max()) - lo
+            bits = n.bit_length()
+            if span < 1 << 16:
+                order = (a - lo).astype(np.uint16).argsort(kind="stable")  # radix sorted
+            elif span < 1 << (63 - bits):
+                # Each key with its position in the low bits: all distinct,
+                # so numpy's faster unstable sort keeps equal keys in order.
+                order = np.sort((a - lo) << bits | np.arange(n)) & ((1 << bits) - 1)
+            else:
+                order = a.argsort(kind="stable")
             out = np.fromiter(vals, object, n)  # np.array would unpack tuples
-            return out[a.argsort(kind="stable")].tolist()
+            return out[order].tolist()
     vals.sort(key=partial(next, iter(keys)))
     return vals
 

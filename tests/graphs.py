@@ -128,4 +128,3 @@ def sharded_collectors():
         .sink("chunked_documents")
     )
     return g
-

@@ -108,10 +108,11 @@ class Topology:
         return self.keyed_behind(target)
 
     @staticmethod
-    def check_shard(maker, made_from, taker, item):
-        """Raise a UserFunctionError unless `item`, which keyed operator `maker` made from `made_from` for
-        keyed operator `taker` of the same stage, has the shard value of `made_from`: it stays in that shard."""
-        if taker.shard_of(item) != maker.shard_of(made_from):
+    def check_shard(maker, made_from, shard: bytes, taker, item):
+        """Raise a UserFunctionError unless `item`, which keyed operator `maker` made from `made_from` (whose
+        shard value is `shard`) for keyed operator `taker` of the same stage, has that shard value: it stays in
+        that shard."""
+        if taker.shard_of(item) != shard:
             raise UserFunctionError(
                 f"stateful operator {taker.name!r} is sharded like {maker.name!r}, which feeds it, and so runs in "
                 f"its stage on Spark, but the shard value of an output of {maker.name!r} (from "

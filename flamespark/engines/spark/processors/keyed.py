@@ -35,11 +35,14 @@ def _apply(topology, stage, items, stage_state, outbox, barrier, changes) -> lis
             waited = operator.flush(state)
             if waited:
                 results = [*results, *waited]
+        item_shard = None  # the item's shard value, once a result of it stays in the stage
         for result in results:
             for target, reached in topology.route(operator.name, result):
                 taker = topology.stays(stage, target)
                 if taker is not None:
-                    topology.check_shard(operator, item, taker, reached)
+                    if item_shard is None:
+                        item_shard = operator.shard_of(item)
+                    topology.check_shard(operator, item, item_shard, taker, reached)
                     staying.append((taker, reached, cause))
                 elif barrier is None:
                     topology.put(outbox, target, reached, cause)

@@ -138,7 +138,8 @@ class StateLog:
     __slots__ = ("base", "metas", "steps", "pending", "dirty")
 
     def __init__(self):
-        self.base = None  # what is left of the last step a punctuation forgot: the state the next starts from
+        # What is left of the last step a punctuation forgot (the state the next starts from); None while that is None.
+        self.base = None
         self.metas = []
         self.steps = []
         self.pending = None  # identity -> count of tombstones whose items have not come, once there is one
@@ -258,7 +259,9 @@ class StateLog:
             cut = bisect_left(metas, (time + 1,))  # a Meta is a tuple: those of `ts <= time` sort below
         if cut:
             last = self.steps[cut - 1]
-            self.base = Step(None, None, last.state, last.state_data, last.arrival, ())
+            # A key back at a new key's state (a collector that emitted) keeps nothing, so its store can drop it.
+            self.base = None if last.state_data == NO_STATE else Step(None, None, last.state, last.state_data,
+                                                                       last.arrival, ())
             del self.metas[:cut]
             del self.steps[:cut]
         if not self.pending:

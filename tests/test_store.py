@@ -173,6 +173,19 @@ def test_a_punctuation_deletes_the_buckets_it_empties():
     assert state.get(pack("a")) is None and state.get(pack("b")) is None
 
 
+def test_a_punctuation_deletes_a_stateful_key_whose_state_is_back_to_none():
+    def pairs(held, value):  # emits and forgets every second value, as a collector does
+        return (None, [[held, value]]) if held is not None else (value, [])
+
+    operator = StatefulLoop("pairs", key=lambda v: v % 2, update=pairs)
+    state = DictState(sweep_spacing=1)
+    run(operator, state, [item(1, 2), item(2, 4), item(3, 1), 5])
+    assert state.get(pack(0)) is None  # emitted [2, 4]: nothing is left to keep
+    assert state.get(pack(1)).base.state == 1  # still holds 1
+    assert [data for _, _, data, _ in run(operator, state, [item(6, 6), item(7, 8), item(8, 3)])] == [
+        pack([6, 8]), pack([1, 3])]
+
+
 def test_a_tombstone_waiting_for_its_item_survives_a_sweep():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=1)
     state = DictState(sweep_spacing=1)

@@ -34,28 +34,28 @@ class Cause(NamedTuple):
 
 
 class Change(NamedTuple):
-    """One changelog entry: `op` (ADD or RETRACT) of `item` at `sink`; `cause` is kept on retractions only."""
+    """One changelog entry: `item` reached `sink` (a `+`, or a `-` if it is a tombstone) while the engine was
+    delivering the event `cause`, which only a `-` names (it may be None on a `+`)."""
 
     sink: str
-    op: str
     item: object
     cause: Cause | None
-
-
-_change = tuple.__new__  # a Change without the keyword handling of Change(...), on the per-record path
 
 
 def records(changes: list, sinks) -> dict:
     """Each sink's records of `changes`, as `Result.changes` holds them."""
     by_sink = {sink: [] for sink in sinks}
-    for sink, op, item, cause in changes:
-        by_sink[sink].append(_record(op, item, cause))
+    for sink, item, cause in changes:
+        by_sink[sink].append(_record(item, cause))
     return by_sink
 
 
-def _record(op: str, item, cause: Cause | None) -> dict:
+def _record(item, cause: Cause | None) -> dict:
     payload = unpack(item.data) if item.payload is None else item.payload  # rows keep bytes only
-    return {"op": op, "ts": item.meta.ts, "payload": payload, "cause": None if cause is None else cause._asdict()}
+    if not item.tombstone:
+        return {"op": ADD, "ts": item.meta.ts, "payload": payload, "cause": None}
+    return {"op": RETRACT, "ts": item.meta.ts, "payload": payload,
+            "cause": {"source": cause[0], "ts": cause[1], "position": cause[2]}}
 
 
 def _identity(sink: str, item) -> tuple:
@@ -80,28 +80,33 @@ class StepChanges:
         # add((sink, item, cause)): an item or tombstone reached `sink` while `cause` was being delivered.
         self.add = self._reached.append  # bound once: it runs for every item reaching a sink
 
-    def take(self) -> list[Change]:
+    def take(self) -> list:
+        """The step's changes as `(sink, item, cause)` entries (see `Change`) in the order they reached the sinks,
+        netted; the step starts afresh."""
         reached = self._reached.copy()
         self._reached.clear()
         retracted = Counter(_identity(sink, item) for sink, item, _ in reached if item.tombstone)
         if not retracted:
-            return [_change(Change, (sink, ADD, item, None)) for sink, item, _ in reached]
+            return reached
         # What a step both retracts and makes again cancels out, pair by pair; only payloads some
         # tombstone carries can be such a pair, which spares building every item's identity.
         suspects = {data for _, _, data in retracted}
         made = Counter(_identity(sink, item) for sink, item, _ in reached
                        if not item.tombstone and item.data in suspects)
         cancelled = {identity: min(count, made[identity]) for identity, count in retracted.items() if made[identity]}
+        if not cancelled:
+            return reached
         adds_to_skip, retracts_to_skip = dict(cancelled), cancelled
         changes = []
-        for sink, item, cause in reached:
+        for entry in reached:
+            sink, item, _ = entry
             if item.data in suspects:
                 identity = _identity(sink, item)
                 skip = retracts_to_skip if item.tombstone else adds_to_skip
                 if skip.get(identity):
                     skip[identity] -= 1
                     continue
-            changes.append(_change(Change, (sink, RETRACT, item, cause) if item.tombstone else (sink, ADD, item, None)))
+            changes.append(entry)
         return changes
 
 
@@ -127,10 +132,10 @@ class Changelog:
         """Append a step's `changes`, all emitted at `emitted_at`."""
         records, live = self.records, self._live
         retracted = 0
-        for sink, op, item, cause in changes:
+        for sink, item, cause in changes:
             identity = (sink, item.meta.ts, item.data)  # _identity, inlined: this runs for every record
             held = live.get(identity)
-            if op == ADD:
+            if not item.tombstone:
                 latency = (emitted_at - item.arrival) * 1000.0
                 if held is None:
                     live[identity] = latency
@@ -149,7 +154,7 @@ class Changelog:
                     f"internal error: the changelog of sink {sink!r} retracts an output of "
                     f"{item.meta.describe()} that it never added"
                 )
-            records[sink].append(_record(op, item, cause))
+            records[sink].append(_record(item, cause))
         self.added += len(changes) - retracted
         self.retracted += retracted
 

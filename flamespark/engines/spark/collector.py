@@ -15,7 +15,7 @@ from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bu
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
-from flamespark.runtime.changes import ADD, RETRACT, Change, Changelog, records
+from flamespark.runtime.changes import Change, Changelog, records
 from flamespark.runtime.metrics import percentiles, run_metrics
 
 
@@ -174,7 +174,7 @@ def batch_changes(part) -> list:
     changes = []
     for sink, meta, data, tombstone, arrival, cause in part["changes"]:
         item = Item(Meta.load(meta), None, data, tombstone, arrival)
-        changes.append(Change(sink, RETRACT if tombstone else ADD, item, unpack_cause(cause) if cause else None))
+        changes.append(Change(sink, item, unpack_cause(cause) if cause else None))
     return changes
 
 

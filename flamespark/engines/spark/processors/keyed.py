@@ -67,8 +67,8 @@ def push(barrier: Barrier, changes: StepChanges | None, sink: str, item, cause):
 def add_changes(outbox, shard: int, changes: StepChanges | None):
     """Put the changes of the batch's step into `outbox` (none without a changelog); a retraction is a tombstone."""
     if changes is not None:
-        for change in changes.take():
-            outbox.add(CHANGE, 0, shard, change.sink, change.item, change.cause)
+        for sink, item, cause in changes.take():
+            outbox.add(CHANGE, 0, shard, sink, item, cause if item.tombstone else None)
 
 
 def split_rows(batch, stage: int):

@@ -138,7 +138,7 @@ class StateLog:
     __slots__ = ("base", "metas", "steps", "pending", "dirty")
 
     def __init__(self):
-        # What is left of the last step a punctuation forgot (the state the next starts from); None while that is None.
+        # What is left of the last step a punctuation forgot (the state the next starts from), unless that state is None.
         self.base = None
         self.metas = []
         self.steps = []
@@ -248,8 +248,8 @@ class StateLog:
         return out
 
     def collect(self, time) -> int:
-        """Forget the steps with `ts <= time`, keeping the state after the last of them; returns orphan
-        tombstones seen. No item or tombstone can come at or before `time` any more."""
+        """Forget the steps with `ts <= time`, keeping the state after the last of them unless it is None (as a
+        new key's); returns orphan tombstones seen. No item or tombstone can come at or before `time` any more."""
         if self.dirty is not None:
             raise InternalError("internal error: a key's re-run was still waiting at a punctuation (flush first)")
         metas = self.metas

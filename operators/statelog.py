@@ -138,7 +138,7 @@ class StateLog:
     __slots__ = ("base", "metas", "steps", "pending", "dirty")
 
     def __init__(self):
-        # What is left of the last step a punctuation forgot (the state the next starts from), unless that state is None.
+        # What is left of the last step a punctuation forgot (the state the next starts from), unless that is None.
         self.base = None
         self.metas = []
         self.steps = []

@@ -32,5 +32,6 @@ def test_core_bench_reports_every_run(tmp_path):
     changelog = report["changelog"]
     assert changelog["outputs_equal"] is True and len(changelog["wall_s"]["on"]) == 2
     assert changelog["cost_ratio"] > 0 and changelog["paced"]["changes"]["added"] >= expected
+    assert len(changelog["pair_ratios"]) == 2 and all(ratio > 0 for ratio in changelog["pair_ratios"])
     text = table(report)
-    assert "| **ratio** |" in text and "Outputs equal in every pair." in text
+    assert "| **ratio** |" in text and "Outputs equal in every pair." in text and "pair by pair" in text

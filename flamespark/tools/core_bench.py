@@ -10,7 +10,8 @@ On one document file (the inverted-index example's input), in one run:
   ratio, latency percentiles and documents/s;
 - the running-sum example in order, in events/s;
 - the changelog: the first disorder unpaced, optimistic, without and with
-  `changes` in alternating runs (its cost, as a ratio of median wall times),
+  `changes` in alternating runs (its cost, as a ratio of median wall times,
+  with the ratio of each pair of runs beside it to show the noise),
   and paced at `changelog_rate` with it (the speculative latency, against
   the final one).
 
@@ -166,8 +167,10 @@ def _changelog(pipeline, docs, reorder_latency, disorder, rate, repeat, say) -> 
     say(f"changelog on, {disorder.label}, {rate:g} docs/s ...")
     paced = _in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, disorder, rate, True)
     off, on = statistics.median(walls[False]), statistics.median(walls[True])
+    pairs = [with_it / without for without, with_it in zip(walls[False], walls[True])]
     return {"disorder": disorder.label, "wall_s": {"off": walls[False], "on": walls[True]},
-            "cost_ratio": on / off, "outputs_equal": len(digests) == 1, "rate": rate, "paced": paced}
+            "cost_ratio": on / off, "pair_ratios": pairs, "outputs_equal": len(digests) == 1, "rate": rate,
+            "paced": paced}
 
 
 def _number(value, digits=1) -> str:
@@ -208,7 +211,8 @@ def table(report: dict) -> str:
         "",
         f"Changelog ({changelog['disorder']}): unpaced optimistic wall, median of {len(changelog['wall_s']['on'])}, "
         f"{statistics.median(changelog['wall_s']['off']):.2f} s without, "
-        f"{statistics.median(changelog['wall_s']['on']):.2f} s with: **{changelog['cost_ratio']:.3f}x**. "
+        f"{statistics.median(changelog['wall_s']['on']):.2f} s with: **{changelog['cost_ratio']:.3f}x** "
+        f"({min(changelog['pair_ratios']):.3f}x to {max(changelog['pair_ratios']):.3f}x pair by pair). "
         f"Paced at {changelog['rate']:g} docs/s: speculative latency p50 "
         f"{_number(paced['changes']['speculative_latency_ms']['p50'])} ms "
         f"(p99 {_number(paced['changes']['speculative_latency_ms']['p99'])}) against final p50 "

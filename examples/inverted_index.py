@@ -11,7 +11,8 @@ Source `docs` takes `{"ts", "doc_id", "title", "text"}` events (see
 
 Per word, one stateful operator counts documents for `df` and makes two
 outputs per part: its posting, for the `index` sink, and the part tagged
-`new` (first to contain the word) or not, for the collectors. A late
+`new` (first to contain the word) or not, for the collectors (a branch
+sends each on its way). A late
 document changes `df` of every later document with its words, but `new` of
 at most the next one; a replay retracts only the outputs that change, so few
 changes reach the collectors. Each change
@@ -61,11 +62,8 @@ def count_documents(df, part):
 
 
 def is_posting(record) -> bool:
+    """A posting, for the index; else a part for the collectors."""
     return "df" in record
-
-
-def is_collector_part(record) -> bool:
-    return "df" not in record
 
 
 def nodes(words: int, level: int) -> int:
@@ -112,8 +110,8 @@ def build() -> fs.Graph:
     docs = g.source("docs")
     parts = docs.flat_map(split_document, name="split")
     counted = parts.stateful(key=lambda part: part["word"], update=count_documents, name="postings")
-    counted.filter(is_posting, name="postings_only").sink("index")
-    parts = counted.filter(is_collector_part, name="collector_parts")
+    postings, parts = counted.branch(is_posting, name="postings_or_parts")
+    postings.sink("index")
     for level in range(1, LEVELS + 1):
         parts = parts.stateful(key=lambda p: [p["doc_id"], p["index"] // FAN_IN], update=partial(collect, level),
                                name=f"collect_{level}", shard=document_of)

@@ -9,7 +9,14 @@ Engines only move items between operators; none re-implements their logic.
 from operators.buffer_sort import BufferSort
 from operators.grouping import Bucket, WindowedGrouping
 from operators.stateful import StatefulLoop
-from operators.stateless import BranchOperator, FilterOperator, FlatMapOperator, MapOperator
+from operators.stateless import (
+    BranchOperator,
+    FilterOperator,
+    FlatMapOperator,
+    MapOperator,
+    PortOperator,
+    UnionInputOperator,
+)
 from operators.store import DictState, KeyedState
 
 __all__ = [
@@ -21,6 +28,8 @@ __all__ = [
     "FlatMapOperator",
     "KeyedState",
     "MapOperator",
+    "PortOperator",
     "StatefulLoop",
+    "UnionInputOperator",
     "WindowedGrouping",
 ]

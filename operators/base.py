@@ -15,6 +15,8 @@ class Operator:
     kind = "operator"
     # Engines route items across a boundary operator by key; stateless ones run inline.
     boundary = False
+    # A stateless operator's `inline` takes one function for all its targets, or one per target if it has ports.
+    ports = 0
 
     def __init__(self, name: str):
         self.name = name

@@ -1,4 +1,4 @@
-"""Stateless per-item operators: map, flat_map, filter, union.
+"""Stateless per-item operators: map, flat_map, filter, branch, union.
 
 Each one runs inline: `inline(send)` gives the function that takes an item
 and hands its outputs to `send`, so a chain of them costs one call per
@@ -73,7 +73,42 @@ class FilterOperator(Operator):
 
 
 class BranchOperator(Operator):
-    """One input of a union: extends the path by the input's index so branches never collide."""
+    """Hands each item to the first of its two targets (its ports) if the predicate is true, else to the second.
+
+    `inline(when_true, when_false)` takes one function per target, in the
+    order of the plan's targets, where other stateless operators take one.
+    """
+
+    kind = "branch"
+    ports = 2
+
+    def __init__(self, name, predicate):
+        super().__init__(name)
+        self.predicate = predicate
+
+    def inline(self, when_true, when_false):
+        predicate = self.guarded("branch", self.predicate)
+
+        def run(item):
+            if predicate(item):
+                when_true(item)
+            else:
+                when_false(item)
+
+        return run
+
+
+class PortOperator(Operator):
+    """One of a branch's two streams: hands its items on as they are (the branch routed them)."""
+
+    kind = "port"
+
+    def inline(self, send):
+        return send
+
+
+class UnionInputOperator(Operator):
+    """One input of a union: extends the path by the input's index so the inputs' items never collide."""
 
     kind = "union"
 

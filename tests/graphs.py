@@ -33,13 +33,12 @@ def _max_gap_update(state, pair):
 
 
 def chained_stateful():
+    """Two stateful operators, with a branch between them that sends the odd counts to a sink of their own."""
     g = fs.Graph("chained")
-    (
-        g.source("numbers")
-        .stateful(key=lambda v: v % 2, update=_count_update, name="count")
-        .stateful(key=lambda pair: pair[1] % 3, update=_max_gap_update, name="gaps")
-        .sink("gap_records")
-    )
+    counted = g.source("numbers").stateful(key=lambda v: v % 2, update=_count_update, name="count")
+    evens, odds = counted.branch(lambda pair: pair[1] % 2 == 0, name="even_count")
+    evens.stateful(key=lambda pair: pair[1] % 3, update=_max_gap_update, name="gaps").sink("gap_records")
+    odds.sink("odd_counts")
     return g
 
 

@@ -35,8 +35,10 @@ def reference_run(graph, inputs):
             results = list(node.fn(payload))
         elif kind == "filter":
             results = [payload] if node.fn(payload) else []
-        elif kind == "union":
+        elif kind in ("union", "branch"):
             results = [payload]
+        elif kind == "port":
+            results = [payload] if bool(node.fn(payload)) is node.side else []
         elif kind == "group_by":
             bucket = buckets[node.name, pack(node.key(payload))]
             bucket.append(payload)

@@ -9,8 +9,8 @@ import flamespark.engines.spark.batch_time
 import flamespark.graph
 import flamespark.runtime.changes
 
-DOCUMENTED = ["Graph", "Graph.source", "Stream.map", "Stream.flat_map", "Stream.filter", "Stream.group_by",
-              "Stream.stateful", "Stream.union", "Stream.sink"]
+DOCUMENTED = ["Graph", "Graph.source", "Stream.map", "Stream.flat_map", "Stream.filter", "Stream.branch",
+              "Stream.group_by", "Stream.stateful", "Stream.union", "Stream.sink"]
 EXAMPLES = {test.name.removeprefix("flamespark.graph."): test
             for test in doctest.DocTestFinder().find(flamespark.graph) if test.examples}
 

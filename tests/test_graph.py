@@ -43,7 +43,7 @@ def test_bad_windows_are_rejected(window):
         fs.Graph("g").source("a").group_by(abs, window)
 
 
-@pytest.mark.parametrize("method", ["map", "flat_map", "filter"])
+@pytest.mark.parametrize("method", ["map", "flat_map", "filter", "branch"])
 def test_non_callable_functions_are_rejected(method):
     with pytest.raises(fs.GraphError, match="must be callable, got int"):
         getattr(fs.Graph("g").source("a"), method)(42)
@@ -120,3 +120,42 @@ def test_a_sink_may_share_its_operators_name():
     g.source("n").stateful(key=lambda v: v % 2, update=lambda s, v: ((s or 0) + v, [(s or 0) + v]),
                            name="totals").sink("totals")
     assert fs.run(g, {"n": [(3, 3), (1, 1), (2, 2)]}, reorder_latency=5).outputs == {"totals": [1, 2, 4]}
+
+
+def test_a_branch_tests_each_payload_once_and_sends_its_retractions_the_same_way():
+    tested = []
+
+    def is_even(pair):
+        tested.append(pair)
+        return pair[1] % 2 == 0
+
+    def count(seen, value):
+        seen = (seen or 0) + 1
+        return seen, [[value, seen]]
+
+    g = fs.Graph("g")
+    evens, odds = g.source("n").stateful(key=lambda v: 0, update=count, name="count").branch(is_even, name="even")
+    evens.sink("even_counts")
+    odds.sink("odd_counts")
+    # 3 arrives after 5: [5, 2] is retracted for [5, 3], and [3, 2] takes its place.
+    result = fs.run(g, {"n": [(1, 1), (5, 5), (3, 3)]}, reorder_latency=10)
+    assert result.outputs == {"even_counts": [[3, 2]], "odd_counts": [[1, 1], [5, 3]]}
+    assert len(tested) == result.metrics["arrived_at_barrier"]  # items and the tombstone, each tested once
+
+
+def test_a_branch_whose_stream_reaches_no_sink_is_named():
+    trues, _ = fs.Graph("g").source("a").branch(bool, name="split")
+    trues.sink("kept")
+    with pytest.raises(fs.GraphError, match="no path to a sink from: split/false"):
+        trues.graph.validate()
+
+
+def test_a_failing_branch_predicate_names_the_branch_and_the_event():
+    g = fs.Graph("g")
+    trues, falses = g.source("a").branch(lambda v: 1 / v, name="split")
+    trues.sink("t")
+    falses.sink("f")
+    with pytest.raises(fs.UserFunctionError, match=r"branch function of branch operator 'split' raised "
+                                                  r"ZeroDivisionError.*ts=2 of source 'a'"):
+        fs.run(g, {"a": [(1, 1), (2, 0)]})
+

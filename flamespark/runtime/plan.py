@@ -11,7 +11,9 @@ from operators import (
     FilterOperator,
     FlatMapOperator,
     MapOperator,
+    PortOperator,
     StatefulLoop,
+    UnionInputOperator,
     WindowedGrouping,
 )
 
@@ -46,8 +48,13 @@ class PhysicalPlan:
         """
         entries = {sink: at_boundary(sink, None) for sink in self.sinks}
         for name in reversed(self.operators):  # topological order reversed: an operator's targets come first
-            operator, send = self.operators[name], self._fan_out(name, entries)
-            entries[name] = at_boundary(name, send) if operator.boundary else operator.inline(send)
+            operator = self.operators[name]
+            if operator.boundary:
+                entries[name] = at_boundary(name, self._fan_out(name, entries))
+            elif operator.ports:
+                entries[name] = operator.inline(*(entries[port] for port in self.downstream[name]))
+            else:
+                entries[name] = operator.inline(self._fan_out(name, entries))
         return {name: self._fan_out(name, entries) for name in self.downstream}
 
     def _fan_out(self, name, entries):
@@ -103,7 +110,7 @@ def _entries(plan, node, mode) -> list:
     if kind in ("source", "sink"):
         return [graph_node_id(kind, node.name)]
     if kind == "union":
-        return [plan.add(BranchOperator(f"{node.name}/in{i}", i)) for i in range(len(node.inputs))]
+        return [plan.add(UnionInputOperator(f"{node.name}/in{i}", i)) for i in range(len(node.inputs))]
     buffer = None
     if mode == "buffered" and kind in ("group_by", "stateful"):
         buffer = plan.add(BufferSort(f"{node.name}/buffer"))
@@ -113,6 +120,10 @@ def _entries(plan, node, mode) -> list:
         op = FlatMapOperator(node.name, node.fn)
     elif kind == "filter":
         op = FilterOperator(node.name, node.fn)
+    elif kind == "branch":
+        op = BranchOperator(node.name, node.fn)
+    elif kind == "port":
+        op = PortOperator(node.name)
     elif kind == "group_by":
         op = WindowedGrouping(node.name, node.key, node.window)
     elif kind == "stateful":

@@ -221,8 +221,8 @@ class Stream:
         """
         predicate = _callable(predicate, "branch", name)
         node = self._then("branch", name, fn=predicate).name
-        trues = self.graph._add(Node(f"{node}/true", "port", [node], fn=predicate, side=True))
-        falses = self.graph._add(Node(f"{node}/false", "port", [node], fn=predicate, side=False))
+        trues = self.graph._add(Node(f"{node}/true", "port", [node], side=True))
+        falses = self.graph._add(Node(f"{node}/false", "port", [node], side=False))
         return trues, falses
 
     def group_by(self, key, window: int, name: str | None = None) -> Stream:

@@ -38,7 +38,8 @@ def reference_run(graph, inputs):
         elif kind in ("union", "branch"):
             results = [payload]
         elif kind == "port":
-            results = [payload] if bool(node.fn(payload)) is node.side else []
+            predicate = graph.nodes[node.inputs[0]].fn  # its branch's
+            results = [payload] if bool(predicate(payload)) is node.side else []
         elif kind == "group_by":
             bucket = buckets[node.name, pack(node.key(payload))]
             bucket.append(payload)

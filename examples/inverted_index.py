@@ -21,6 +21,10 @@ that does replays a collector's state from that part on; collecting in a tree
 keeps that replay short even for documents of thousands of words. Every
 level is sharded by document, so on Spark the whole tree runs in one stage.
 
+Between operators a part is a list, not a dict: every item is encoded on its
+way (and kept until a punctuation passes it), and a list of the same fields
+encodes faster and holds less. The sinks' records are dicts.
+
 `in_order_index` computes the same two sinks as a plain Python program over
 documents given in event-time order: the yardstick of the core benchmark.
 
@@ -41,29 +45,27 @@ def tokens(text: str) -> list:
 
 
 def split_document(doc) -> list:
-    """One part per distinct word, in order of first occurrence, numbered, with the document's word count."""
+    """One part per distinct word, in order of first occurrence, numbered `index`, with the document's count of
+    distinct words: `[word, doc_id, positions, ts, words, index]`."""
     positions = {}
-    for index, word in enumerate(tokens(doc["text"])):
-        positions.setdefault(word, []).append(index)
-    words = len(positions)
-    return [
-        {"word": word, "doc_id": doc["doc_id"], "positions": where, "ts": doc["ts"], "words": words, "index": i}
-        for i, (word, where) in enumerate(positions.items())
-    ]
+    for at, word in enumerate(tokens(doc["text"])):
+        positions.setdefault(word, []).append(at)
+    doc_id, ts, words = doc["doc_id"], doc["ts"], len(positions)
+    return [[word, doc_id, where, ts, words, index] for index, (word, where) in enumerate(positions.items())]
 
 
 def count_documents(df, part):
     """Per word, the state is the number of documents seen so far: the part's posting, then the part for the
-    collectors (without positions), `new` if no earlier document has the word."""
+    collectors, `[doc_id, ts, words, index, new]` with `new` 1 if no earlier document has the word."""
+    word, doc_id, positions, ts, words, index = part
     df = (df or 0) + 1
-    return df, [{"word": part["word"], "doc_id": part["doc_id"], "positions": part["positions"], "df": df},
-                {"doc_id": part["doc_id"], "ts": part["ts"], "words": part["words"], "index": part["index"],
-                 "new": 1 if df == 1 else 0}]
+    return df, [{"word": word, "doc_id": doc_id, "positions": positions, "df": df},
+                [doc_id, ts, words, index, 1 if df == 1 else 0]]
 
 
 def is_posting(record) -> bool:
-    """A posting, for the index; else a part for the collectors."""
-    return "df" in record
+    """A posting (a dict), for the index; else a part for the collectors."""
+    return type(record) is dict
 
 
 def nodes(words: int, level: int) -> int:
@@ -74,20 +76,24 @@ def nodes(words: int, level: int) -> int:
 
 
 def collect(level, state, part):
-    """Count a node's parts; once all arrived, emit the node's sum and forget it.
+    """Count a node's parts (`[doc_id, ts, words, index, new]`, as `count_documents` makes them); once all arrived,
+    emit the node's sum, a part of the level above, and forget it.
 
     Below the top (`level <= LEVELS`) a node gathers up to FAN_IN parts of the
-    level under it; the top node gathers all of them for the document.
+    level under it; the top node gathers all of them for the document and
+    emits its record for the `docs` sink.
     """
+    doc_id, ts, words, index, part_new = part
     seen, new = state or (0, 0)
-    seen, new = seen + 1, new + part["new"]
-    below = nodes(part["words"], level - 1)
-    top = level > LEVELS
-    expected = below if top else min(FAN_IN, below - part["index"] // FAN_IN * FAN_IN)
-    if seen < expected:
+    seen, new = seen + 1, new + part_new
+    below = nodes(words, level - 1)
+    if level > LEVELS:
+        if seen < below:
+            return [seen, new], []
+        return None, [{"doc_id": doc_id, "ts": ts, "words": words, "new_words": new}]
+    if seen < min(FAN_IN, below - index // FAN_IN * FAN_IN):
         return [seen, new], []
-    record = {"doc_id": part["doc_id"], "ts": part["ts"], "words": part["words"]}
-    return None, [{**record, "new_words": new} if top else {**record, "index": part["index"] // FAN_IN, "new": new}]
+    return None, [[doc_id, ts, words, index // FAN_IN, new]]
 
 
 def document_of(key):
@@ -109,15 +115,15 @@ def build() -> fs.Graph:
     g = fs.Graph("inverted_index")
     docs = g.source("docs")
     parts = docs.flat_map(split_document, name="split")
-    counted = parts.stateful(key=lambda part: part["word"], update=count_documents, name="postings")
+    counted = parts.stateful(key=lambda part: part[0], update=count_documents, name="postings")
     postings, parts = counted.branch(is_posting, name="postings_or_parts")
     postings.sink("index")
     for level in range(1, LEVELS + 1):
-        parts = parts.stateful(key=lambda p: [p["doc_id"], p["index"] // FAN_IN], update=partial(collect, level),
+        parts = parts.stateful(key=lambda part: [part[0], part[3] // FAN_IN], update=partial(collect, level),
                                name=f"collect_{level}", shard=document_of)
     empty = docs.filter(has_no_words, name="no_words").map(empty_document, name="empty_document")
     (
-        parts.stateful(key=lambda p: p["doc_id"], update=partial(collect, LEVELS + 1), name="collect",
+        parts.stateful(key=lambda part: part[0], update=partial(collect, LEVELS + 1), name="collect",
                        shard=document_of)
         .union(empty, name="document_records")
         .sink("docs")

@@ -69,10 +69,9 @@ def is_posting(record) -> bool:
 
 
 def nodes(words: int, level: int) -> int:
-    """How many collector nodes a document of `words` words has at `level` (level 0: its postings)."""
-    for _ in range(level):
-        words = -(-words // FAN_IN)
-    return words
+    """How many collector nodes a document of `words` words has at `level` (level 0: its postings): each level has
+    one node per FAN_IN of the level below, and ceilings of ceilings are the ceiling of the whole division."""
+    return -(-words // FAN_IN**level)
 
 
 def collect(level, state, part):
@@ -103,8 +102,9 @@ def document_of(key):
 
 
 def has_no_words(doc) -> bool:
-    """Whether `tokens` finds nothing in the document: the pattern's first match settles it, no list is built."""
-    return WORD.search(doc["text"].lower()) is None
+    """Whether `tokens` finds nothing in the document. Lowercasing maps letters to letters and nothing else to a
+    letter, so the text is searched as it is; the first match settles it, and no list is built."""
+    return WORD.search(doc["text"]) is None
 
 
 def empty_document(doc) -> dict:

@@ -85,14 +85,17 @@ class StepChanges:
         netted; the step starts afresh."""
         reached = self._reached.copy()
         self._reached.clear()
-        retracted = Counter(_identity(sink, item) for sink, item, _ in reached if item.tombstone)
-        if not retracted:
+        # What a step both retracts and makes again cancels out, pair by pair. Only a payload that some tombstone
+        # and some item of the step carry can be such a pair: most steps have none, and build no identities.
+        retracting = {item.data for _, item, _ in reached if item.tombstone}
+        if not retracting:
             return reached
-        # What a step both retracts and makes again cancels out, pair by pair; only payloads some
-        # tombstone carries can be such a pair, which spares building every item's identity.
-        suspects = {data for _, _, data in retracted}
-        made = Counter(_identity(sink, item) for sink, item, _ in reached
-                       if not item.tombstone and item.data in suspects)
+        remade = {item.data for _, item, _ in reached if item.data in retracting and not item.tombstone}
+        if not remade:
+            return reached
+        candidates = [(_identity(sink, item), item.tombstone) for sink, item, _ in reached if item.data in remade]
+        retracted = Counter(identity for identity, tombstone in candidates if tombstone)
+        made = Counter(identity for identity, tombstone in candidates if not tombstone)
         cancelled = {identity: min(count, made[identity]) for identity, count in retracted.items() if made[identity]}
         if not cancelled:
             return reached
@@ -100,7 +103,7 @@ class StepChanges:
         changes = []
         for entry in reached:
             sink, item, _ = entry
-            if item.data in suspects:
+            if item.data in remade:
                 identity = _identity(sink, item)
                 skip = retracts_to_skip if item.tombstone else adds_to_skip
                 if skip.get(identity):

@@ -46,7 +46,11 @@ def tokens(text: str) -> list:
 
 def split_document(doc) -> list:
     """One part per distinct word, in order of first occurrence, numbered `index`, with the document's count of
-    distinct words: `[word, doc_id, positions, ts, words, index]`."""
+    distinct words: `[word, doc_id, positions, ts, words, index]`.
+
+    >>> split_document({"ts": 5, "doc_id": 7, "text": "To be, or not to be"})
+    [['to', 7, [0, 4], 5, 4, 0], ['be', 7, [1, 5], 5, 4, 1], ['or', 7, [2], 5, 4, 2], ['not', 7, [3], 5, 4, 3]]
+    """
     positions = {}
     for at, word in enumerate(tokens(doc["text"])):
         positions.setdefault(word, []).append(at)
@@ -56,7 +60,11 @@ def split_document(doc) -> list:
 
 def count_documents(df, part):
     """Per word, the state is the number of documents seen so far: the part's posting, then the part for the
-    collectors, `[doc_id, ts, words, index, new]` with `new` 1 if no earlier document has the word."""
+    collectors, `[doc_id, ts, words, index, new]` with `new` 1 if no earlier document has the word.
+
+    >>> count_documents(None, ["be", 7, [1, 5], 5, 4, 1])
+    (1, [{'word': 'be', 'doc_id': 7, 'positions': [1, 5], 'df': 1}, [7, 5, 4, 1, 1]])
+    """
     word, doc_id, positions, ts, words, index = part
     df = (df or 0) + 1
     return df, [{"word": word, "doc_id": doc_id, "positions": positions, "df": df},
@@ -80,7 +88,13 @@ def collect(level, state, part):
 
     Below the top (`level <= LEVELS`) a node gathers up to FAN_IN parts of the
     level under it; the top node gathers all of them for the document and
-    emits its record for the `docs` sink.
+    emits its record for the `docs` sink. A document of two words, one of them new:
+
+    >>> state, _ = collect(1, None, [7, 5, 2, 0, 1])
+    >>> state, collect(1, state, [7, 5, 2, 1, 0])
+    ([1, 1], (None, [[7, 5, 2, 0, 1]]))
+    >>> collect(LEVELS + 1, None, [7, 5, 2, 0, 1])
+    (None, [{'doc_id': 7, 'ts': 5, 'words': 2, 'new_words': 1}])
     """
     doc_id, ts, words, index, part_new = part
     seen, new = state or (0, 0)

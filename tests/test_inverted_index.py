@@ -1,4 +1,6 @@
-"""The inverted-index example: exact records on hand-made documents, exactness on the Wikipedia sample."""
+"""The inverted-index example: its docstrings' examples, exact records on hand-made documents, exactness on the
+Wikipedia sample."""
+import doctest
 import importlib.util
 import itertools
 import string
@@ -23,6 +25,16 @@ def load(name):
 
 
 example = load("inverted_index")
+
+
+def test_the_examples_in_its_docstrings():
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
+    tests = [test for test in finder.find(example) if test.examples]
+    assert {test.name.split(".")[-1] for test in tests} >= {"split_document", "count_documents", "collect",
+                                                             "in_order_index"}
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
 
 
 def doc(ts, doc_id, text):

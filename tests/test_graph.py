@@ -158,4 +158,3 @@ def test_a_failing_branch_predicate_names_the_branch_and_the_event():
     with pytest.raises(fs.UserFunctionError, match=r"branch function of branch operator 'split' raised "
                                                   r"ZeroDivisionError.*ts=2 of source 'a'"):
         fs.run(g, {"a": [(1, 1), (2, 0)]})
-

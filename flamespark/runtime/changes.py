@@ -9,7 +9,8 @@ names the late event whose arrival started the retraction.
 """
 from __future__ import annotations
 
-from collections import Counter
+from itertools import compress
+from operator import attrgetter, itemgetter, not_
 from typing import NamedTuple
 
 from flamespark.core.codec import unpack
@@ -17,6 +18,7 @@ from flamespark.core.errors import InternalError
 from flamespark.runtime.metrics import percentiles
 
 ADD, RETRACT = "+", "-"
+_ITEM, _IS_TOMBSTONE, _DATA = itemgetter(1), attrgetter("tombstone"), attrgetter("data")
 
 
 class Cause(NamedTuple):
@@ -45,17 +47,22 @@ class Change(NamedTuple):
 def records(changes: list, sinks) -> dict:
     """Each sink's records of `changes`, as `Result.changes` holds them."""
     by_sink = {sink: [] for sink in sinks}
-    for sink, item, cause in changes:
-        by_sink[sink].append(_record(item, cause))
+    _append_records(changes, by_sink)
     return by_sink
 
 
-def _record(item, cause: Cause | None) -> dict:
-    payload = unpack(item.data) if item.payload is None else item.payload  # rows keep bytes only
-    if not item.tombstone:
-        return {"op": ADD, "ts": item.meta.ts, "payload": payload, "cause": None}
-    return {"op": RETRACT, "ts": item.meta.ts, "payload": payload,
-            "cause": {"source": cause[0], "ts": cause[1], "position": cause[2]}}
+def _append_records(changes: list, by_sink: dict):
+    """Append the record of each of `changes` to its sink's list in `by_sink`."""
+    for sink, item, cause in changes:
+        payload = item.payload
+        if payload is None:
+            payload = unpack(item.data)  # rows keep bytes only
+        if item.tombstone:
+            record = {"op": RETRACT, "ts": item.meta[0], "payload": payload,
+                      "cause": {"source": cause[0], "ts": cause[1], "position": cause[2]}}
+        else:
+            record = {"op": ADD, "ts": item.meta[0], "payload": payload, "cause": None}
+        by_sink[sink].append(record)
 
 
 def _identity(sink: str, item) -> tuple:
@@ -87,30 +94,40 @@ class StepChanges:
         self._reached.clear()
         # What a step both retracts and makes again cancels out, pair by pair. Only a payload that some tombstone
         # and some item of the step carry can be such a pair: most steps have none, and build no identities.
-        retracting = {item.data for _, item, _ in reached if item.tombstone}
-        if not retracting:
+        # The step's entries are read column by column in C (`map`, `compress`): this runs for every entry.
+        items = list(map(_ITEM, reached))
+        retracts = list(map(_IS_TOMBSTONE, items))
+        if not any(retracts):
             return reached
-        remade = {item.data for _, item, _ in reached if item.data in retracting and not item.tombstone}
+        payloads = list(map(_DATA, items))
+        remade = set(compress(payloads, retracts)).intersection(compress(payloads, map(not_, retracts)))
         if not remade:
             return reached
-        candidates = [(_identity(sink, item), item.tombstone) for sink, item, _ in reached if item.data in remade]
-        retracted = Counter(identity for identity, tombstone in candidates if tombstone)
-        made = Counter(identity for identity, tombstone in candidates if not tombstone)
-        cancelled = {identity: min(count, made[identity]) for identity, count in retracted.items() if made[identity]}
-        if not cancelled:
-            return reached
-        adds_to_skip, retracts_to_skip = dict(cancelled), cancelled
+        # The entries that may net are found in C as well; the step's other entries are kept by slices.
+        positions = compress(range(len(reached)), map(remade.__contains__, payloads))
+        netted = _netted_pairs(reached, positions)
         changes = []
-        for entry in reached:
-            sink, item, _ = entry
-            if item.data in remade:
-                identity = _identity(sink, item)
-                skip = retracts_to_skip if item.tombstone else adds_to_skip
-                if skip.get(identity):
-                    skip[identity] -= 1
-                    continue
-            changes.append(entry)
+        start = 0
+        for position in sorted(netted):
+            changes += reached[start:position]
+            start = position + 1
+        changes += reached[start:]
         return changes
+
+
+def _netted_pairs(reached: list, positions) -> set:
+    """The positions among `positions` (in order) of `reached` entries that cancel out: of each identity, as many
+    of its first retractions as of its first additions, as many as both have."""
+    retractions, additions = {}, {}
+    for position in positions:
+        sink, item, _ = reached[position]
+        (retractions if item.tombstone else additions).setdefault(_identity(sink, item), []).append(position)
+    netted = set()
+    for identity, added in additions.items():
+        retracted = retractions.get(identity, ())
+        pairs = min(len(added), len(retracted))
+        netted.update(added[:pairs], retracted[:pairs])
+    return netted
 
 
 class Changelog:
@@ -133,31 +150,31 @@ class Changelog:
 
     def extend(self, changes: list, emitted_at: float):
         """Append a step's `changes`, all emitted at `emitted_at`."""
-        records, live = self.records, self._live
+        live = self._live
         retracted = 0
-        for sink, item, cause in changes:
-            identity = (sink, item.meta.ts, item.data)  # _identity, inlined: this runs for every record
-            held = live.get(identity)
+        # `_identity`, inlined, and one lookup of the live map per entry: this runs for every record.
+        for sink, item, _ in changes:
             if not item.tombstone:
                 latency = (emitted_at - item.arrival) * 1000.0
-                if held is None:
-                    live[identity] = latency
-                elif type(held) is list:
-                    held.append(latency)
-                else:
-                    live[identity] = [held, latency]
-            elif held is not None:
-                if type(held) is not list or len(held) == 1:
-                    del live[identity]
-                else:
-                    held.pop()
-                retracted += 1
-            else:
+                held = live.setdefault((sink, item.meta[0], item.data), latency)
+                if held is not latency:
+                    if type(held) is list:
+                        held.append(latency)
+                    else:
+                        live[sink, item.meta[0], item.data] = [held, latency]
+                continue
+            identity = (sink, item.meta[0], item.data)
+            held = live.pop(identity, None)
+            if held is None:
                 raise InternalError(
                     f"internal error: the changelog of sink {sink!r} retracts an output of "
                     f"{item.meta.describe()} that it never added"
                 )
-            records[sink].append(_record(item, cause))
+            if type(held) is list and len(held) > 1:
+                held.pop()
+                live[identity] = held
+            retracted += 1
+        _append_records(changes, self.records)
         self.added += len(changes) - retracted
         self.retracted += retracted
 

@@ -26,10 +26,21 @@ class Operator:
         raise NotImplementedError
 
     def process(self, item) -> list:
-        """One item's outputs as a list, for running an operator on its own."""
-        outputs = []
-        self.inline(outputs.append)(item)
-        return outputs
+        """One item's outputs as a list, for running an operator on its own; with ports, one list per port.
+
+        >>> from flamespark.core.items import Item, Meta
+        >>> from operators import BranchOperator
+        >>> odd = BranchOperator("odd", lambda n: n % 2 == 1)
+        >>> [[item.payload for item in port] for port in odd.process(Item(Meta(0, "s", 0), 3, b"\\x03"))]
+        [[3], []]
+        """
+        if not self.ports:
+            outputs = []
+            self.inline(outputs.append)(item)
+            return outputs
+        ports = [[] for _ in range(self.ports)]
+        self.inline(*(port.append for port in ports))(item)
+        return ports
 
     def guarded(self, role: str, fn):
         """`fn` as a function of an item, called on its payload; an exception it raises becomes the

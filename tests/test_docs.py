@@ -1,5 +1,5 @@
-"""The examples in the operators' docstrings, `flamespark.run`'s, the changelog's and the batch timing's, run and
-print what they show."""
+"""The examples in the operators' docstrings, `flamespark.run`'s, the changelog's, running an operator on its own
+and the batch timing's, run and print what they show."""
 import doctest
 
 import pytest
@@ -8,6 +8,7 @@ import flamespark.api
 import flamespark.engines.spark.batch_time
 import flamespark.graph
 import flamespark.runtime.changes
+import operators.base
 
 DOCUMENTED = ["Graph", "Graph.source", "Stream.map", "Stream.flat_map", "Stream.filter", "Stream.branch",
               "Stream.group_by", "Stream.stateful", "Stream.union", "Stream.sink"]
@@ -33,6 +34,12 @@ def test_the_run_example_runs():
 def test_the_changelog_example_runs():
     (example,) = [test for test in doctest.DocTestFinder().find(flamespark.runtime.changes) if test.examples]
     assert example.name == "flamespark.runtime.changes.StepChanges"
+    assert_runs(example)
+
+
+def test_the_example_of_running_an_operator_on_its_own_runs():
+    (example,) = [test for test in doctest.DocTestFinder().find(operators.base) if test.examples]
+    assert example.name == "operators.base.Operator.process"
     assert_runs(example)
 
 

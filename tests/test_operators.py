@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 import flamespark as fs
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
-from operators import BufferSort, DictState, FlatMapOperator, MapOperator, StatefulLoop, WindowedGrouping
+from operators import (BranchOperator, BufferSort, DictState, FlatMapOperator, MapOperator, StatefulLoop,
+                       WindowedGrouping)
 from operators.bucket import Bucket
 
 
@@ -166,6 +167,12 @@ def test_flat_map_orders_outputs_by_emission():
     out = FlatMapOperator("split", lambda s: s.split()).process(item(1, "b a c"))
     assert [o.payload for o in out] == ["b", "a", "c"]
     assert sorted(out, key=lambda o: o.meta) == out
+
+
+def test_a_branch_on_its_own_gives_each_port_its_items():
+    branch = BranchOperator("small_or_large", lambda v: v < 10)
+    assert [[o.payload for o in port] for port in branch.process(item(1, 3))] == [[3], []]
+    assert [[o.payload for o in port] for port in branch.process(item(2, 30))] == [[], [30]]
 
 
 def test_buffer_sort_releases_in_meta_order_on_punctuation():

@@ -113,18 +113,20 @@ class Barrier:
         if self._loose is not None:
             self._loose += change
 
-    def settle(self):
+    def settle(self, has_time=None):
         """Cancel now the tombstones pushed since the last call that meet their items, so that their punctuation
         need not. What is released is the same with or without; tombstones pushed before the first call, or
-        before their items, are left to their punctuation."""
+        before their items, are left to their punctuation. With `has_time`, it settles one event time after
+        another while `has_time()` is true, and leaves the rest to the next call."""
         if self._fresh is None:
             self._fresh = []
             self._loose = 0 if self.state.tombstones == 0 else None
-        self._settle(math.inf)
+        self._settle(math.inf, has_time)
 
-    def _settle(self, until):
-        """Settle the fresh tombstones with event times up to `until`; the later ones stay fresh."""
-        if not self._fresh:
+    def _settle(self, until, has_time=None):
+        """Settle the fresh tombstones with event times up to `until` (while `has_time()`, if given); the others
+        stay fresh."""
+        if not self._fresh or (has_time is not None and not has_time()):
             return
         horizon = self.state.horizon
         by_time = {}
@@ -136,8 +138,13 @@ class Barrier:
             elif ts > horizon:  # else its punctuation has come
                 by_time.setdefault(ts, []).append(entry)
         self._fresh = later
+        out_of_time = False
         for ts, tombstones in by_time.items():
-            self._settle_at(ts, tombstones)
+            out_of_time = out_of_time or (has_time is not None and not has_time())
+            if out_of_time:
+                later += tombstones
+            else:
+                self._settle_at(ts, tombstones)
 
     def _settle_at(self, ts, tombstones: list):
         settled = self._settled.get(ts)

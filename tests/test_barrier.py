@@ -1,5 +1,6 @@
 """The barrier, and late-event policies and bad inputs through `flamespark.run`."""
 import math
+from itertools import chain, repeat
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -71,7 +72,7 @@ SCRIPTS = st.lists(
         st.tuples(st.just("item"), st.integers(0, 4), st.integers(0, 1), st.sampled_from(["a", "b"]),
                   st.integers(0, 3)),
         st.tuples(st.just("tombstone"), st.integers(0, 20)),
-        st.tuples(st.just("settle")),
+        st.tuples(st.just("settle"), st.one_of(st.none(), st.integers(0, 3))),
         st.tuples(st.just("punctuate"), st.integers(0, 5)),
     ),
     max_size=60,
@@ -80,8 +81,8 @@ SCRIPTS = st.lists(
 
 def releases(script, settling: bool) -> list:
     """What a barrier holds and releases at each punctuation of `script` (settle steps skipped unless
-    `settling`), then at +inf, or the internal error it raises. A tombstone step cancels the item of the n-th
-    item step (mod their number)."""
+    `settling`; one with a budget has time for that many event times), then at +inf, or the internal error it
+    raises. A tombstone step cancels the item of the n-th item step (mod their number)."""
     barrier = Barrier()
     if settling:
         barrier.settle()  # from the first tombstone on
@@ -91,7 +92,7 @@ def releases(script, settling: bool) -> list:
         for kind, *args in [*script, ("punctuate", math.inf)]:
             if kind == "settle":
                 if settling:
-                    barrier.settle()
+                    barrier.settle(None if args[0] is None else chain([True] * args[0], repeat(False)).__next__)
             elif kind == "punctuate":
                 released.append(len(barrier))  # what the engine notes as buffered
                 released.append([(sink, tuple(i.meta), i.data, i.arrival) for sink, i in barrier.punctuate(*args)])

@@ -47,9 +47,9 @@ class LocalRun:
     released no later; with time to spare, what it held back is computed
     early again. After each event, every boundary operator does the work it
     left waiting (`flush`), so a step ends with the operators settled. While
-    a paced run waits for the next arrival, the barrier cancels the
-    tombstones that met their items (`Barrier.settle`), which punctuations,
-    the last above all, then need not.
+    a paced run waits for the next arrival, and only until it is due, the
+    barrier cancels the tombstones that met their items (`Barrier.settle`),
+    which punctuations, the last above all, then need not.
 
     With `changes`, what reaches the sinks is also kept as a changelog, netted
     per event applied (and per punctuation, for what the baseline's buffers release).
@@ -139,7 +139,7 @@ class LocalRun:
             if due > clock.perf_counter():
                 self._apply_waiting(waiting)
                 self._apply_held_back(due)  # in the time to spare until `due`
-                self.barrier.settle()  # in what is left of it
+                self.barrier.settle(lambda: clock.perf_counter() < due)  # in what is left of it
                 delay = due - clock.perf_counter()
                 if delay > 0:
                     clock.sleep(delay)

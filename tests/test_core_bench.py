@@ -32,7 +32,9 @@ def test_core_bench_reports_every_run(tmp_path):
     changelog = report["changelog"]
     assert changelog["outputs_equal"] is True and len(changelog["wall_s"]["on"]) == 2
     assert changelog["cost_ratio"] > 0 and changelog["paced"]["changes"]["added"] >= expected
+    spread = changelog["speculative_p50_ms"]
+    assert len(spread) == 2 and changelog["paced"]["changes"]["speculative_latency_ms"]["p50"] == min(spread)
     assert len(changelog["pair_ratios"]) == 2 and all(ratio > 0 for ratio in changelog["pair_ratios"])
     text = table(report)
     assert "| **ratio** |" in text and "Outputs equal in every pair." in text and "pair by pair" in text
-    assert "of which before the run" in text and "before its run started" in text
+    assert "of which before the run" in text and "before its run started" in text and "the median of 2 runs" in text

@@ -30,10 +30,10 @@ def add_parser(commands):
     parser.add_argument("--readings", metavar="N", type=positive_int, default=100_000,
                         help="running-sum readings (default: %(default)s)")
     parser.add_argument("--repeat", metavar="N", type=positive_int, default=3,
-                        help="runs without and with the changelog, alternating, to time what it costs "
-                             "(default: %(default)s)")
+                        help="runs without and with the changelog, alternating, to time what it costs, and paced "
+                             "runs with it, whose median speculative latency is reported (default: %(default)s)")
     parser.add_argument("--changelog-rate", metavar="DOCS_PER_S", type=positive_float, default=10.0,
-                        help="offered rate of the paced run with the changelog, for its speculative latency "
+                        help="offered rate of the paced runs with the changelog, for its speculative latency "
                              "(default: %(default)s)")
     parser.add_argument("--out", metavar="FILE", type=Path, help="also write the report as JSON here")
     parser.set_defaults(handler=command)

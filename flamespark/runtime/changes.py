@@ -154,16 +154,16 @@ class Changelog:
         retracted = 0
         # `_identity`, inlined, and one lookup of the live map per entry: this runs for every record.
         for sink, item, _ in changes:
+            identity = (sink, item.meta[0], item.data)
             if not item.tombstone:
                 latency = (emitted_at - item.arrival) * 1000.0
-                held = live.setdefault((sink, item.meta[0], item.data), latency)
+                held = live.setdefault(identity, latency)
                 if held is not latency:
                     if type(held) is list:
                         held.append(latency)
                     else:
-                        live[sink, item.meta[0], item.data] = [held, latency]
+                        live[identity] = [held, latency]
                 continue
-            identity = (sink, item.meta[0], item.data)
             held = live.pop(identity, None)
             if held is None:
                 raise InternalError(

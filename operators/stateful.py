@@ -78,7 +78,7 @@ class StatefulLoop(KeyedOperator):
                 encode(payload, self.name, meta.child(index))  # raises the PayloadError naming the event
             raise
         # Many steps emit nothing (a collector's, until its last part): they share the empty tuple, not a list each.
-        return Step(item, base, new_state, state_data, arrival, outputs or ())
+        return Step(item, meta, base, new_state, state_data, arrival, outputs or ())
 
     def _checked(self, item, result):
         """`(new_state, outputs)` from what `update` returned, or a UserFunctionError saying what is wrong."""

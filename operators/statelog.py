@@ -16,6 +16,7 @@ twice. Engines flush at the end of each step, before a punctuation.
 """
 import zlib
 from bisect import bisect_left
+from operator import attrgetter
 
 from flamespark.core.codec import pack, unpack
 from flamespark.core.errors import InternalError
@@ -25,12 +26,13 @@ NO_STATE = pack(None)
 
 
 class Step:
-    """An applied item (present `count` times), its incoming and resulting state, and its outputs."""
+    """An applied item (present `count` times) and its meta, its incoming and resulting state, and its outputs."""
 
-    __slots__ = ("item", "count", "base", "state", "state_data", "arrival", "outputs")
+    __slots__ = ("item", "meta", "count", "base", "state", "state_data", "arrival", "outputs")
 
-    def __init__(self, item, base: bytes, state, state_data: bytes, arrival: float, outputs: list):
+    def __init__(self, item, meta, base: bytes, state, state_data: bytes, arrival: float, outputs: list):
         self.item = item
+        self.meta = meta
         self.count = 1
         self.base = base
         self.state = state
@@ -93,7 +95,7 @@ class StoredStep(Step):
     the steps before; `dump()` hands back what was stored.
     """
 
-    __slots__ = ("meta", "dumped")
+    __slots__ = ("dumped",)
 
     item = _decoded(Step.item, _stored_item)
     state = _decoded(Step.state, lambda step: unpack(step.state_data))
@@ -117,11 +119,14 @@ class StoredStep(Step):
         except AttributeError:
             pass
         # `update` from the incoming state; the arrival passed on is the step's, which is at least its item's.
-        outputs = run(self.item, Step(None, None, unpack(self.base), self.base, self.arrival, ())).outputs
+        outputs = run(self.item, Step(None, None, None, unpack(self.base), self.base, self.arrival, ())).outputs
         if _digest(outputs) != self.dumped[7]:
             raise NondeterministicUpdate(self.item)
         Step.outputs.__set__(self, outputs)
         return outputs
+
+
+_meta = attrgetter("meta")
 
 
 class StateLog:
@@ -130,17 +135,16 @@ class StateLog:
     `add(item, run)` applies an item or a tombstone and returns what that
     changes downstream: tombstones for outputs that no longer hold, then new
     outputs. `run(item, previous_step)` is the operator's combine map.
-    The steps' metas are kept in a list beside them, for bisecting; a step's
-    identity is its item's meta and data (`Step.data`, which a stored step
-    gives without decoding its item), so no tuple is made per step.
+    A step's identity is its meta and its item's data (`Step.data`, which a
+    stored step gives without decoding its item), so no tuple is made per
+    step.
     """
 
-    __slots__ = ("base", "metas", "steps", "pending", "dirty")
+    __slots__ = ("base", "steps", "pending", "dirty")
 
     def __init__(self):
         # What is left of the last step a punctuation forgot (the state the next starts from), unless that is None.
         self.base = None
-        self.metas = []
         self.steps = []
         self.pending = None  # identity -> count of tombstones whose items have not come, once there is one
         self.dirty = None  # the first step not re-run since a removal before it, if any
@@ -154,8 +158,8 @@ class StateLog:
         """The latest event time among its steps and waiting tombstones, or None: once a punctuation reaches
         it, `collect` leaves the log as it is until something new comes."""
         if not self.pending:
-            return self.metas[-1].ts if self.metas else None
-        times = [self.metas[-1].ts] if self.metas else []
+            return self.steps[-1].meta.ts if self.steps else None
+        times = [self.steps[-1].meta.ts] if self.steps else []
         times += [meta.ts for meta, _ in self.pending]
         return max(times)
 
@@ -166,10 +170,9 @@ class StateLog:
         meta, data = item.meta, item.data
         if self.pending and self._cancel_pending((meta, data)):
             return []
-        metas, steps = self.metas, self.steps
-        if self.dirty is None and (not metas or metas[-1] < meta):
+        steps = self.steps
+        if self.dirty is None and (not steps or steps[-1].meta < meta):
             step = run(item, steps[-1] if steps else self.base)
-            metas.append(meta)
             steps.append(step)
             return step.outputs
         position = self._find(meta, data)
@@ -178,7 +181,6 @@ class StateLog:
             return []
         out = self.flush(run) if self.dirty is not None and position > self.dirty else []
         step = run(item, steps[position - 1] if position else self.base)
-        metas.insert(position, meta)
         steps.insert(position, step)
         if self.dirty is not None:
             self.dirty += 1
@@ -187,14 +189,15 @@ class StateLog:
 
     def _find(self, meta, data) -> int:
         """The first position whose identity is not below `(meta, data)`."""
-        metas, steps = self.metas, self.steps
-        position = bisect_left(metas, meta)
-        while position < len(metas) and metas[position] == meta and steps[position].data < data:
+        steps = self.steps
+        position = bisect_left(steps, meta, key=_meta)
+        while position < len(steps) and steps[position].meta == meta and steps[position].data < data:
             position += 1
         return position
 
     def _holds(self, position, meta, data) -> bool:
-        return position < len(self.metas) and self.metas[position] == meta and self.steps[position].data == data
+        steps = self.steps
+        return position < len(steps) and steps[position].meta == meta and steps[position].data == data
 
     def _cancel_pending(self, identity) -> bool:
         count = self.pending.get(identity)
@@ -218,7 +221,6 @@ class StateLog:
             return []
         out = self.flush(run)  # steps keep their places; the one at `position` may be a re-run of it
         step = self.steps[position]
-        del self.metas[position]
         del self.steps[position]
         if position < len(self.steps):
             self.dirty = position
@@ -252,18 +254,17 @@ class StateLog:
         new key's); returns orphan tombstones seen. No item or tombstone can come at or before `time` any more."""
         if self.dirty is not None:
             raise InternalError("internal error: a key's re-run was still waiting at a punctuation (flush first)")
-        metas = self.metas
-        if not metas or metas[0].ts > time:
+        steps = self.steps
+        if not steps or steps[0].meta.ts > time:
             cut = 0
         else:
-            cut = bisect_left(metas, (time + 1,))  # a Meta is a tuple: those of `ts <= time` sort below
+            cut = bisect_left(steps, (time + 1,), key=_meta)  # a Meta is a tuple: those of `ts <= time` sort below
         if cut:
-            last = self.steps[cut - 1]
+            last = steps[cut - 1]
             # A key back at a new key's state (a collector that emitted) keeps nothing, so its store can drop it.
-            self.base = None if last.state_data == NO_STATE else Step(None, None, last.state, last.state_data,
+            self.base = None if last.state_data == NO_STATE else Step(None, None, None, last.state, last.state_data,
                                                                        last.arrival, ())
-            del self.metas[:cut]
-            del self.steps[:cut]
+            del steps[:cut]
         if not self.pending:
             return 0
         return sum(count for (meta, _), count in self.pending.items() if meta.ts <= time)
@@ -282,11 +283,9 @@ class StateLog:
         base, steps, pending, log.dirty = dumped
         if base is not None:
             state_data, arrival = base
-            log.base = Step(None, None, unpack(state_data), state_data, arrival, ())
+            log.base = Step(None, None, None, unpack(state_data), state_data, arrival, ())
         for dumped in steps:
-            meta = Meta.load(dumped[0])
-            log.metas.append(meta)
-            log.steps.append(StoredStep(meta, dumped))
+            log.steps.append(StoredStep(Meta.load(dumped[0]), dumped))
         if pending:
             log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
         return log

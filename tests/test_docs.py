@@ -1,56 +1,40 @@
-"""The examples in the operators' docstrings, `flamespark.run`'s, the changelog's, running an operator on its own
-and the batch timing's, run and print what they show."""
-import doctest
+"""Every example in the docstrings of the project's packages runs and prints what it shows, and what a user meets
+first (the DSL's operators, `flamespark.run`, the changelog, an operator run on its own) has one."""
+import importlib
+import pkgutil
 
 import pytest
 
-import flamespark.api
-import flamespark.engines.spark.batch_time
-import flamespark.graph
-import flamespark.runtime.changes
-import operators.base
+from tests.doctests import assert_runs, examples_of
 
-DOCUMENTED = ["Graph", "Graph.source", "Stream.map", "Stream.flat_map", "Stream.filter", "Stream.branch",
-              "Stream.group_by", "Stream.stateful", "Stream.union", "Stream.sink"]
-EXAMPLES = {test.name.removeprefix("flamespark.graph."): test
-            for test in doctest.DocTestFinder().find(flamespark.graph) if test.examples}
-
-
-def test_every_operator_has_an_example():
-    assert sorted(EXAMPLES) == sorted(DOCUMENTED)
+PACKAGES = ["flamespark", "operators", "barrier"]
+DOCUMENTED = [
+    *(f"flamespark.graph.{name}" for name in ["Graph", "Graph.source", "Stream.map", "Stream.flat_map",
+                                              "Stream.filter", "Stream.branch", "Stream.group_by",
+                                              "Stream.stateful", "Stream.union", "Stream.sink"]),
+    "flamespark.api.run",
+    "flamespark.runtime.changes.StepChanges",
+    "operators.base.Operator.process",
+    "flamespark.engines.spark.batch_time.batch_time",
+]
 
 
-@pytest.mark.parametrize("name", DOCUMENTED)
+def _modules():
+    for package in PACKAGES:
+        root = importlib.import_module(package)
+        yield root
+        for module in pkgutil.walk_packages(root.__path__, f"{package}."):
+            if not module.name.endswith(".__main__"):  # importing it runs the command line
+                yield importlib.import_module(module.name)
+
+
+EXAMPLES = {test.name: test for module in _modules() for test in examples_of(module)}
+
+
+def test_what_a_user_meets_first_has_an_example():
+    assert sorted(set(DOCUMENTED) - set(EXAMPLES)) == []
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_the_example_runs(name):
     assert_runs(EXAMPLES[name])
-
-
-def test_the_run_example_runs():
-    (example,) = [test for test in doctest.DocTestFinder().find(flamespark.api) if test.examples]
-    assert example.name == "flamespark.api.run"
-    assert_runs(example)
-
-
-def test_the_changelog_example_runs():
-    (example,) = [test for test in doctest.DocTestFinder().find(flamespark.runtime.changes) if test.examples]
-    assert example.name == "flamespark.runtime.changes.StepChanges"
-    assert_runs(example)
-
-
-def test_the_example_of_running_an_operator_on_its_own_runs():
-    (example,) = [test for test in doctest.DocTestFinder().find(operators.base) if test.examples]
-    assert example.name == "operators.base.Operator.process"
-    assert_runs(example)
-
-
-def test_the_batch_time_example_runs():
-    (example,) = [test for test in doctest.DocTestFinder().find(flamespark.engines.spark.batch_time) if test.examples]
-    assert example.name == "flamespark.engines.spark.batch_time.batch_time"
-    assert_runs(example)
-
-
-def assert_runs(example):
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    report = []
-    runner.run(example, out=report.append)
-    assert runner.failures == 0, "".join(report)

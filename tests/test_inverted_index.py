@@ -1,6 +1,5 @@
 """The inverted-index example: its docstrings' examples, exact records on hand-made documents, exactness on the
 Wikipedia sample."""
-import doctest
 import importlib.util
 import itertools
 import string
@@ -10,6 +9,7 @@ import pytest
 
 import flamespark as fs
 from flamespark.tools.disorder import disorder_events
+from tests.doctests import assert_runs, examples_of
 from tests.reference import reference_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,13 +28,11 @@ example = load("inverted_index")
 
 
 def test_the_examples_in_its_docstrings():
-    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
-    tests = [test for test in finder.find(example) if test.examples]
+    tests = examples_of(example)
     assert {test.name.split(".")[-1] for test in tests} >= {"split_document", "count_documents", "collect",
                                                              "in_order_index"}
     for test in tests:
-        runner.run(test)
-    assert runner.summarize(verbose=False).failed == 0
+        assert_runs(test)
 
 
 def doc(ts, doc_id, text):

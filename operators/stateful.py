@@ -71,7 +71,7 @@ class StatefulLoop(KeyedOperator):
         outputs = []
         try:
             for index, payload in enumerate(results):
-                outputs.append(Item(new_meta(Meta, (*meta, index)), payload, pack(payload), False, arrival))
+                outputs.append(Item(new_meta(Meta, meta + (index,)), payload, pack(payload), False, arrival))
             state_data = pack(new_state)
         except (TypeError, ValueError, OverflowError):
             for index, payload in enumerate((*results, new_state)):

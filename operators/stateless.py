@@ -47,7 +47,7 @@ class FlatMapOperator(Operator):
             payloads = fn(item)
             parent, tombstone, arrival = item.meta, item.tombstone, item.arrival
             for index, payload in enumerate(payloads):
-                meta = new_meta(Meta, (*parent, index))
+                meta = new_meta(Meta, parent + (index,))
                 send(Item(meta, payload, encode(payload, name, meta), tombstone, arrival))
 
         return run

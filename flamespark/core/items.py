@@ -44,7 +44,7 @@ class Meta(tuple):
 
     def child(self, index: int) -> "Meta":
         """The meta of this item's `index`-th derivative."""
-        return new_meta(Meta, (*self, index))
+        return new_meta(Meta, self + (index,))
 
     def describe(self) -> str:
         return f"event ts={self[0]} of source {self[1]!r}"

@@ -20,6 +20,7 @@ def test_core_bench_reports_every_run(tmp_path):
     assert report["documents"] == 12 and report["in_order"]["engine"]["released"] == expected
     assert report["in_order"]["outputs_equal"] is True
     assert report["in_order"]["ratio"] == report["in_order"]["engine"]["wall_s"] / report["in_order"]["plain"]["wall_s"]
+    assert len(report["in_order"]["pair_ratios"]) == 2 and min(report["in_order"]["pair_ratios"]) > 0
     assert [entry["rate"] for entry in report["paced"]] == [2000, 2000, 100_000]
     for entry in report["paced"]:
         assert entry["outputs_equal"] is True
@@ -38,3 +39,4 @@ def test_core_bench_reports_every_run(tmp_path):
     text = table(report)
     assert "| **ratio** |" in text and "Outputs equal in every pair." in text and "pair by pair" in text
     assert "of which before the run" in text and "before its run started" in text and "the median of 2 runs" in text
+    assert "alternating pairs; pair by pair" in text

@@ -3,7 +3,8 @@
 On one document file (the inverted-index example's input), in one run:
 
 - in order: the local engine against the example's plain in-order Python
-  program (`in_order_index`), and their ratio;
+  program (`in_order_index`), `repeat` alternating pairs of runs, and the
+  ratio of their median wall times (with each pair's ratio beside it);
 - paced at `rate` documents/s with 30 % of the documents delayed by
   |N(0, 1000 ms)| and by |N(0, 100 ms)|, and the first of these paced far
   above what the engine sustains (`overload_rate`): both modes, with replay
@@ -136,15 +137,11 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
                changelog_rate: float = 10.0, progress=None) -> dict:
     """Run every measurement of the core benchmark and return the report (see the module docstring)."""
     say = progress or (lambda text: None)
-    say("in order: plain Python ...")
-    plain = _in_child(_run_plain, index_pipeline, docs)
-    say("in order: local engine ...")
-    in_order = _in_child(_run_index, index_pipeline, docs, "optimistic", reorder_latency, None, None)
+    in_order = _in_order(index_pipeline, docs, reorder_latency, repeat, say)
     report = {
-        "documents": in_order["documents"],
+        "documents": in_order["engine"]["documents"],
         "reorder_latency_ms": reorder_latency,
-        "in_order": {"engine": in_order, "plain": plain, "ratio": in_order["wall_s"] / plain["wall_s"],
-                     "outputs_equal": in_order["outputs"] == plain["outputs"]},
+        "in_order": in_order,
         "paced": [],
     }
     runs = [(disorder, rate) for disorder in disorders] + [(disorders[0], overload_rate)]
@@ -159,6 +156,28 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
     report["running_sum"] = _in_child(_run_sum, sum_pipeline, readings)
     report["changelog"] = _changelog(index_pipeline, docs, reorder_latency, disorders[0], changelog_rate, repeat, say)
     return report
+
+
+def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:
+    """The local engine in order against the plain program, in `repeat` alternating pairs of runs: the run of
+    each with the median wall time, their ratio, and each pair's ratio (a single pair moves by a tenth)."""
+    plains, engines = [], []
+    for index in range(repeat):
+        say(f"in order: plain Python ({index + 1}/{repeat}) ...")
+        plains.append(_in_child(_run_plain, pipeline, docs))
+        say(f"in order: local engine ({index + 1}/{repeat}) ...")
+        engines.append(_in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, None, None))
+    plain, engine = _median_run(plains, "wall_s"), _median_run(engines, "wall_s")
+    return {"engine": engine, "plain": plain, "ratio": engine["wall_s"] / plain["wall_s"],
+            "pair_ratios": [run["wall_s"] / yardstick["wall_s"] for yardstick, run in zip(plains, engines)],
+            "outputs_equal": len({run["outputs"] for run in plains + engines}) == 1}
+
+
+def _median_run(runs: list, value) -> dict:
+    """The run with the median `value` (a key, or a function of a run), the lower middle one of an even count."""
+    read = value if callable(value) else (lambda run: run[value])
+    values = [read(run) for run in runs]
+    return runs[values.index(statistics.median_low(values))]
 
 
 def _changelog(pipeline, docs, reorder_latency, disorder, rate, repeat, say) -> dict:
@@ -181,7 +200,8 @@ def _changelog(pipeline, docs, reorder_latency, disorder, rate, repeat, say) -> 
     pairs = [with_it / without for without, with_it in zip(walls[False], walls[True])]
     return {"disorder": disorder.label, "wall_s": {"off": walls[False], "on": walls[True]},
             "cost_ratio": on / off, "pair_ratios": pairs, "outputs_equal": len(digests) == 1, "rate": rate,
-            "speculative_p50_ms": speculative, "paced": paced[speculative.index(statistics.median_low(speculative))]}
+            "speculative_p50_ms": speculative,
+            "paced": _median_run(paced, lambda run: run["changes"]["speculative_latency_ms"]["p50"])}
 
 
 def _number(value, digits=1) -> str:
@@ -199,7 +219,10 @@ def table(report: dict) -> str:
         "|---|---:|---:|---:|",
         f"| local engine | {engine['wall_s']:.2f} | {engine['peak_mb']:.0f} | {engine['before_run_mb']:.0f} |",
         f"| plain Python | {plain['wall_s']:.2f} | {plain['peak_mb']:.0f} | {plain['before_run_mb']:.0f} |",
-        f"| **ratio** | **{in_order['ratio']:.1f}x** | | |",
+        f"| **ratio** | **{in_order['ratio']:.2f}x** | | |",
+        "",
+        f"In order: the runs with the median wall time of {len(in_order['pair_ratios'])} alternating pairs; "
+        f"pair by pair {', '.join(f'{ratio:.2f}x' for ratio in in_order['pair_ratios'])}.",
         "",
         "| input | docs/s offered | mode | docs/s | replay ratio | p50 | p95 | p99 (ms) | peak MB |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|",

@@ -101,6 +101,7 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
     assert means["optimistic"] < means["buffered"]
     markdown = (out / "report.md").read_text()
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
+    assert "| micro-batch p50, first / middle / last third (ms) |" in markdown
     assert f"both modes ran unpaced on the first {report['warm_up_events']} events of each source, 3 a" in markdown
     assert "Where a micro-batch's time goes" in markdown and "| optimistic | 1: " in markdown
     assert re.search(r"^\| optimistic \| [0-9,]+ \|", markdown, re.MULTILINE)

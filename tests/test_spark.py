@@ -302,10 +302,11 @@ def test_metrics_have_the_same_keys_on_both_engines(readings):
     for key in ("events", "released", "late_dropped", "late_adjusted"):
         assert spark[key] == local[key], key
     assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {
-        "name", "batches", "batch_duration_ms", "first_batch_s", "after_first_batch", "batch_time",
-        "release_delay_batches"}
+        "name", "batches", "batch_duration_ms", "batch_duration_thirds_ms", "first_batch_s", "after_first_batch",
+        "batch_time", "release_delay_batches"}
     assert spark["engine"]["after_first_batch"] is None  # only a paced run has a rate to keep up with
     assert spark["engine"]["batch_duration_ms"]["p50"] > 0
+    assert len(spark["engine"]["batch_duration_thirds_ms"]) == 3 and min(spark["engine"]["batch_duration_thirds_ms"]) > 0
     assert local["engine"] == {"name": "local", "punctuations": local["latency_ms"]["batches"]}
 
 
@@ -526,7 +527,7 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
 def without_durations(engine_metrics: dict) -> dict:
     """Engine metrics but the micro-batch durations and timings, which only count the batches of the latest run."""
     return {key: value for key, value in engine_metrics.items()
-            if key not in ("batch_duration_ms", "batch_time", "first_batch_s")}
+            if key not in ("batch_duration_ms", "batch_duration_thirds_ms", "batch_time", "first_batch_s")}
 
 
 def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):

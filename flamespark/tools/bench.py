@@ -261,7 +261,13 @@ def modes_agree(report: dict) -> bool:
 def _number(value, digits=2) -> str:
     if value is None:
         return "-"
+    if isinstance(value, str):
+        return value
     return f"{value:,}" if isinstance(value, int) else f"{value:,.{digits}f}"
+
+
+def _thirds(medians) -> str | None:
+    return None if medians is None else " / ".join(f"{median:,.0f}" for median in medians)
 
 
 ROWS = [
@@ -279,6 +285,7 @@ ROWS = [
     ("events/s after the first micro-batch",
      lambda m: (m["engine"].get("after_first_batch") or {}).get("events_per_s")),
     ("micro-batch p50 (ms)", lambda m: m["engine"].get("batch_duration_ms", {}).get("p50")),
+    ("micro-batch p50, first / middle / last third (ms)", lambda m: _thirds(m["engine"].get("batch_duration_thirds_ms"))),
     ("release delay, mean (micro-batches)", lambda m: m["engine"].get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
 

@@ -1,4 +1,5 @@
 """The driver side of a Spark run: per-batch output files, progress, and the final Result."""
+import statistics
 import sys
 import time
 from collections import namedtuple
@@ -127,6 +128,20 @@ def batch_durations_ms(progress) -> list:
     return [duration["triggerExecution"] for duration in durations if "triggerExecution" in duration]
 
 
+def batch_duration_thirds_ms(durations: list) -> list | None:
+    """The median duration of the first, middle and last third of the micro-batches after the first (which
+    starts the query): whether a batch costs more as the run goes on. None with fewer than four batches.
+
+    >>> batch_duration_thirds_ms([2600, 450, 470, 800, 820, 1100, 1200])
+    [460.0, 810.0, 1150.0]
+    """
+    later = durations[1:]
+    third = len(later) // 3
+    if not third:
+        return None
+    return [statistics.median(part) for part in (later[:third], later[third:-third], later[-third:])]
+
+
 def after_first_batch(parts, progress) -> dict | None:
     """Events ingested after this run's first micro-batch, and the events/s from the start of its second to the
     last release: a paced run's rate once Spark has started its Python workers and state stores (which the
@@ -226,6 +241,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             "name": "spark",
             "batches": len(parts),
             "batch_duration_ms": percentiles(batch_durations_ms(progress)),
+            "batch_duration_thirds_ms": batch_duration_thirds_ms(batch_durations_ms(progress)),
             "first_batch_s": _first_batch_s(progress),
             "after_first_batch": after_first_batch(parts, progress) if paced else None,
             "batch_time": batch_time(progress, list(stage_names)),

@@ -262,8 +262,8 @@ class StateLog:
         if cut:
             last = steps[cut - 1]
             # A key back at a new key's state (a collector that emitted) keeps nothing, so its store can drop it.
-            self.base = None if last.state_data == NO_STATE else Step(None, None, None, last.state, last.state_data,
-                                                                       last.arrival, ())
+            self.base = None if last.state_data == NO_STATE else Step(
+                None, None, None, last.state, last.state_data, last.arrival, ())
             del steps[:cut]
         if not self.pending:
             return 0

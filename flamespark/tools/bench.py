@@ -285,7 +285,8 @@ ROWS = [
     ("events/s after the first micro-batch",
      lambda m: (m["engine"].get("after_first_batch") or {}).get("events_per_s")),
     ("micro-batch p50 (ms)", lambda m: m["engine"].get("batch_duration_ms", {}).get("p50")),
-    ("micro-batch p50, first / middle / last third (ms)", lambda m: _thirds(m["engine"].get("batch_duration_thirds_ms"))),
+    ("micro-batch p50, first / middle / last third (ms)",
+     lambda m: _thirds(m["engine"].get("batch_duration_thirds_ms"))),
     ("release delay, mean (micro-batches)", lambda m: m["engine"].get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
 

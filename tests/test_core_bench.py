@@ -1,6 +1,9 @@
 """`flamespark bench-core` on a few documents: every figure is there and every pair of outputs is checked equal."""
 from pathlib import Path
 
+import pytest
+
+from flamespark.core.errors import InputError
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.core_bench import bench_core, table
 from flamespark.tools.loader import load_module
@@ -40,3 +43,17 @@ def test_core_bench_reports_every_run(tmp_path):
     assert "| **ratio** |" in text and "Outputs equal in every pair." in text and "pair by pair" in text
     assert "of which before the run" in text and "before its run started" in text and "the median of 2 runs" in text
     assert "alternating pairs; pair by pair" in text
+
+
+def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    write_jsonl(docs, [{"ts": 0, "doc_id": 0, "text": "a b"}])
+    said = []
+    examples = {"index_pipeline": EXAMPLES / "inverted_index.py", "sum_pipeline": EXAMPLES / "running_sum.py"}
+    with pytest.raises(InputError, match="running_sum.py has no in_order_index, which bench-core needs of it"):
+        bench_core(docs, **{**examples, "index_pipeline": EXAMPLES / "running_sum.py"}, progress=said.append)
+    with pytest.raises(InputError, match="missing.py"):
+        bench_core(docs, **{**examples, "sum_pipeline": tmp_path / "missing.py"}, progress=said.append)
+    with pytest.raises(InputError, match="nothing.jsonl"):
+        bench_core(tmp_path / "nothing.jsonl", **examples, progress=said.append)
+    assert said == []  # no run had started

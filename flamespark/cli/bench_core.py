@@ -18,9 +18,11 @@ def add_parser(commands):
     parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
                         help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
     parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path, default=Path("examples/inverted_index.py"),
-                        help="the inverted-index example, with its in_order_index (default: %(default)s)")
+                        help="the inverted-index example, with its in_order_index (default: %(default)s, from the "
+                             "repository's root)")
     parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path, default=Path("examples/running_sum.py"),
-                        help="the running-sum example, with its readings() (default: %(default)s)")
+                        help="the running-sum example, with its readings() (default: %(default)s, from the "
+                             "repository's root)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=3000,
                         help="reorder latency of the document runs (default: %(default)s)")
     parser.add_argument("--rate", metavar="DOCS_PER_S", type=positive_float, default=20.0,

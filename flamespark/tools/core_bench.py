@@ -32,6 +32,7 @@ from pathlib import Path
 
 from flamespark.api import run
 from flamespark.core.codec import pack
+from flamespark.core.errors import InputError
 from flamespark.io.inputs import read_input
 from flamespark.runtime.options import MODES
 from flamespark.tools.disorder import disorder_pairs
@@ -136,6 +137,7 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
                disorders: tuple = (Disorder(30, 1000), Disorder(30, 100)), repeat: int = 3,
                changelog_rate: float = 10.0, progress=None) -> dict:
     """Run every measurement of the core benchmark and return the report (see the module docstring)."""
+    _check(docs, index_pipeline, sum_pipeline)
     say = progress or (lambda text: None)
     in_order = _in_order(index_pipeline, docs, reorder_latency, repeat, say)
     report = {
@@ -156,6 +158,17 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
     report["running_sum"] = _in_child(_run_sum, sum_pipeline, readings)
     report["changelog"] = _changelog(index_pipeline, docs, reorder_latency, disorders[0], changelog_rate, repeat, say)
     return report
+
+
+def _check(docs: Path, index_pipeline: Path, sum_pipeline: Path):
+    """Fail before the first run, naming what is wrong: the documents (read whole, as every run reads them) and
+    what each example must offer the bench."""
+    _documents(docs)
+    for path, names in ((index_pipeline, ("graph", "in_order_index")), (sum_pipeline, ("graph", "readings"))):
+        module = load_module(path)
+        missing = [name for name in names if not hasattr(module, name)]
+        if missing:
+            raise InputError(f"{path} has no {' or '.join(missing)}, which bench-core needs of it")
 
 
 def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:

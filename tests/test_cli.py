@@ -109,6 +109,19 @@ def test_a_source_given_twice_and_follow_on_the_local_engine_are_refused(tmp_pat
     assert not (tmp_path / "o").exists()  # refused before anything is written
 
 
+@pytest.mark.parametrize("argv", [
+    ["run", PIPELINE, "--input", "readings=e.jsonl", "--out", "o", "--master", "lokal[2]"],
+    ["bench", PIPELINE, "--input", "readings=e.jsonl", "--out", "o", "--scaling", "local[1],bogus"],
+    ["bench-state", "--master", "local[two]"],
+    ["bench-overhead", "--master", "spark:/host"],
+])
+def test_a_wrong_spark_master_is_refused_before_anything_runs(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "not a Spark master URL" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command, option", [
     ("run", "--follow"), ("run", "--changes"), ("disorder", "--stddev-ms D"), ("graph", "PATH.py:ATTR"), ("bench", "--sweep"),
     ("bench-overhead", "--baseline {key,shard}"), ("bench-sorters", "--frequencies F1,F2,..."),

@@ -1,8 +1,12 @@
-"""Number types for command-line options: each parses one value or says what is wrong with it."""
+"""Types for command-line options: each parses one value or says what is wrong with it."""
 from __future__ import annotations
 
 import argparse
 import math
+import re
+
+# The master URLs Spark takes: local, local[N], local[*], local[N,F], local-cluster[N,C,M], or a cluster's URL.
+_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s|mesos)://\S+|yarn")
 
 
 def _number(text: str, kind):
@@ -47,3 +51,11 @@ def comma_separated(kind, choices=None):
         return values
 
     return parse
+
+
+def spark_master(text: str) -> str:
+    """A Spark master URL, checked before Spark starts (a wrong one would fail only once a run starts it)."""
+    if not _MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"not a Spark master URL: {text!r} (e.g. local[*], local[2], spark://HOST:PORT, yarn, k8s://URL)")
+    return text

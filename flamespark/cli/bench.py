@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float
+from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float, spark_master
 from flamespark.cli.run import add_pipeline_arguments, run_options
 from flamespark.tools.bench import WARM_UP_BATCH_ROWS, WARM_UP_EVENTS
 
@@ -35,7 +35,7 @@ def add_parser(commands):
     parser.add_argument("--rates", metavar="R1,R2,...", type=comma_separated(positive_float), default=[],
                         help="also run both modes on the input offered at each rate (events/s): latency, events/s, "
                              "replay and batch length per rate, the highest rate each sustains, and rates.png")
-    parser.add_argument("--scaling", metavar="MASTER1,MASTER2", type=comma_separated(str), default=(),
+    parser.add_argument("--scaling", metavar="MASTER1,MASTER2", type=comma_separated(spark_master), default=(),
                         help="also run the optimistic mode unpaced on each Spark master (e.g. local[1],local[2]), "
                              "each in a process of its own, and report the events/s of each and their ratio")
     parser.set_defaults(handler=command)

@@ -3,7 +3,7 @@ import argparse
 import json
 from pathlib import Path
 
-from flamespark.cli.arguments import non_negative_float, percent, positive_int
+from flamespark.cli.arguments import non_negative_float, percent, positive_int, spark_master
 from flamespark.tools.overhead.settings import BASELINES, Settings
 
 DEFAULTS = Settings()
@@ -42,7 +42,7 @@ def add_parser(commands):
                         help="events of the warm-up runs (in about 4 micro-batches)")
     parser.add_argument("--baseline", choices=BASELINES, default=DEFAULTS.baseline,
                         help="order-ignorant query groups by key (ValueState per key) or by shard (msgpack dict)")
-    parser.add_argument("--master", default=DEFAULTS.master, help="Spark master URL")
+    parser.add_argument("--master", type=spark_master, default=DEFAULTS.master, help="Spark master URL")
     parser.add_argument("--shards", type=positive_int, default=DEFAULTS.shards,
                         help="shards of FlameSpark = Spark shuffle partitions")
     parser.add_argument("--conf", action="append", type=spark_setting, default=[], metavar="KEY=VALUE",

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from flamespark.runtime.options import ENGINES, MODES
-from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
+from flamespark.cli.arguments import non_negative_int, positive_float, positive_int, spark_master
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.progress import POLICIES
 
@@ -44,7 +44,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (dead-letter), adjust or fail")
     parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
                         help="replay JSONL file inputs at this rate (spark engine; default: as fast as possible)")
-    parser.add_argument("--master", metavar="URL", default=None, help="Spark master URL (default: local[*])")
+    parser.add_argument("--master", metavar="URL", type=spark_master, default=None, help="Spark master URL (default: local[*])")
     parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,
                         help="Spark checkpoint directory; rerun with the same one to resume (default: DIR/_checkpoint)")
     parser.add_argument("--max-rows-per-batch", metavar="N", type=positive_int, default=None,

@@ -28,6 +28,7 @@ import resource
 import statistics
 import time
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 from flamespark.api import run
@@ -173,23 +174,26 @@ def _check(docs: Path, index_pipeline: Path, sum_pipeline: Path):
 
 def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:
     """The local engine in order against the plain program, in `repeat` alternating pairs of runs: the run of
-    each with the median wall time, their ratio, and each pair's ratio (a single pair moves by a tenth)."""
+    each with the median wall time, their ratio, and each pair's ratio (a single pair moves by several per cent
+    from run to run)."""
     plains, engines = [], []
     for index in range(repeat):
         say(f"in order: plain Python ({index + 1}/{repeat}) ...")
         plains.append(_in_child(_run_plain, pipeline, docs))
         say(f"in order: local engine ({index + 1}/{repeat}) ...")
         engines.append(_in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, None, None))
-    plain, engine = _median_run(plains, "wall_s"), _median_run(engines, "wall_s")
+    plain, engine = _median_run(plains, _WALL), _median_run(engines, _WALL)
     return {"engine": engine, "plain": plain, "ratio": engine["wall_s"] / plain["wall_s"],
             "pair_ratios": [run["wall_s"] / yardstick["wall_s"] for yardstick, run in zip(plains, engines)],
             "outputs_equal": len({run["outputs"] for run in plains + engines}) == 1}
 
 
+_WALL = itemgetter("wall_s")
+
+
 def _median_run(runs: list, value) -> dict:
-    """The run with the median `value` (a key, or a function of a run), the lower middle one of an even count."""
-    read = value if callable(value) else (lambda run: run[value])
-    values = [read(run) for run in runs]
+    """The run with the median `value(run)`, the lower middle one of an even count."""
+    values = [value(run) for run in runs]
     return runs[values.index(statistics.median_low(values))]
 
 

@@ -27,6 +27,9 @@ class WindowedGrouping(KeyedOperator):
     def load_bucket(self, dumped) -> Bucket:
         return Bucket.load(self.window, dumped)
 
+    def dump_bucket(self, bucket: Bucket) -> list:
+        return bucket.dump()
+
     def apply(self, bucket, item):
         return [window_item(window, tombstone) for tombstone, window in bucket.add(item)]
 

@@ -12,7 +12,7 @@ class KeyedOperator(BoundaryOperator):
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
     `window - 1`, which later windows may still need. Buckets are collected
     at the punctuations at which the state says they are due.
-    Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`) and
+    Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`, `dump_bucket`) and
     implement `apply(bucket, item)`. An engine that spreads keys over shards
     places a key by `shard_of`: `shard(key)` if given, else the key itself.
     """
@@ -113,7 +113,11 @@ class KeyedOperator(BoundaryOperator):
         raise NotImplementedError
 
     def load_bucket(self, dumped):
-        """A bucket from its `dump()`, for engines that keep buckets in a state store."""
+        """A bucket from its `dump_bucket`, for engines that keep buckets in a state store."""
+        raise NotImplementedError
+
+    def dump_bucket(self, bucket) -> list:
+        """The bucket as msgpack-able lists, which `load_bucket` takes back."""
         raise NotImplementedError
 
     def apply(self, bucket, item) -> list:

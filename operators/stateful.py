@@ -4,6 +4,7 @@ from flamespark.core.errors import FlameSparkError, UserFunctionError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.keyed import KeyedOperator
 from operators.statelog import NO_STATE, NondeterministicUpdate, StateLog, Step
+from operators.stored_log import StoredLog, dump_log
 
 
 class StatefulLoop(KeyedOperator):
@@ -29,8 +30,11 @@ class StatefulLoop(KeyedOperator):
     def new_bucket(self) -> StateLog:
         return StateLog()
 
-    def load_bucket(self, dumped) -> StateLog:
-        return StateLog.load(dumped)
+    def load_bucket(self, dumped) -> StoredLog:
+        return StoredLog.load(dumped)
+
+    def dump_bucket(self, log: StateLog) -> list:
+        return dump_log(log)
 
     def apply(self, log, item):
         try:

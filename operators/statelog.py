@@ -12,15 +12,16 @@ as it was.
 A tombstone's re-run waits (the log is `dirty`) until the log's next change
 or its `flush`: a replacement of the removed item, which a re-run upstream
 sends right after the tombstone, then re-runs the later steps once, not
-twice. Engines flush at the end of each step, before a punctuation.
+twice. Engines flush at the end of each step, before a punctuation. Engines
+that keep logs in a state store keep them as `stored_log` packs them.
 """
 import zlib
 from bisect import bisect_left
 from operator import attrgetter
 
-from flamespark.core.codec import pack, unpack
+from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError
-from flamespark.core.items import Item, Meta
+from flamespark.core.items import Item
 
 NO_STATE = pack(None)
 
@@ -46,11 +47,12 @@ class Step:
         return self.item.data
 
     def dump(self) -> list:
-        """The step as msgpack-able lists; `StoredStep` takes them back. Its outputs are left out, as `update`
-        makes them again from the incoming state when they are needed; a digest of them checks that it does."""
+        """The step as msgpack-able lists; `stored_log.StoredStep` takes them back. Its outputs are left out, as
+        `update` makes them again from the incoming state when they are needed; a digest of them checks that it
+        does."""
         item = self.item
         return [item.meta.dump(), item.data, item.arrival, self.count, self.base, self.state_data, self.arrival,
-                _digest(self.outputs)]
+                outputs_digest(self.outputs)]
 
     def made(self, run) -> list:
         """Its outputs (`run` is the operator's combine map, which a stored step needs to make them again)."""
@@ -65,65 +67,9 @@ class NondeterministicUpdate(Exception):
         self.item = item
 
 
-def _digest(outputs) -> int:
+def outputs_digest(outputs) -> int:
+    """A checksum of the outputs' encodings, which a stored step keeps in their place."""
     return zlib.crc32(b"".join(output.data for output in outputs))  # msgpack encodings delimit themselves
-
-
-def _decoded(slot, decode):
-    """A property that reads the base class's `slot`, filled with `decode(step)` when first read."""
-
-    def read(step):
-        try:
-            return slot.__get__(step)
-        except AttributeError:
-            value = decode(step)
-            slot.__set__(step, value)
-            return value
-
-    return property(read)
-
-
-def _stored_item(step) -> Item:
-    _, data, arrival = step.dumped[:3]
-    return Item(step.meta, unpack(data), data, False, arrival)
-
-
-class StoredStep(Step):
-    """A step as `dump()` left it, with its item and state decoded when first read, its outputs made when needed.
-
-    A batch that appends to a key's log, or forgets from it, decodes none of
-    the steps before; `dump()` hands back what was stored.
-    """
-
-    __slots__ = ("dumped",)
-
-    item = _decoded(Step.item, _stored_item)
-    state = _decoded(Step.state, lambda step: unpack(step.state_data))
-
-    @property
-    def data(self) -> bytes:
-        return self.dumped[1]  # without decoding the item
-
-    def __init__(self, meta: Meta, dumped: list):
-        self.meta = meta
-        self.dumped = dumped
-        self.count, self.base, self.state_data, self.arrival = dumped[3:7]
-
-    def dump(self) -> list:
-        dumped = self.dumped
-        return dumped if dumped[3] == self.count else [*dumped[:3], self.count, *dumped[4:]]
-
-    def made(self, run) -> list:
-        try:
-            return Step.outputs.__get__(self)
-        except AttributeError:
-            pass
-        # `update` from the incoming state; the arrival passed on is the step's, which is at least its item's.
-        outputs = run(self.item, Step(None, None, None, unpack(self.base), self.base, self.arrival, ())).outputs
-        if _digest(outputs) != self.dumped[7]:
-            raise NondeterministicUpdate(self.item)
-        Step.outputs.__set__(self, outputs)
-        return outputs
 
 
 _meta = attrgetter("meta")
@@ -268,27 +214,6 @@ class StateLog:
         if not self.pending:
             return 0
         return sum(count for (meta, _), count in self.pending.items() if meta.ts <= time)
-
-    def dump(self) -> list:
-        """The log as msgpack-able lists, for engines that keep it in a state store."""
-        steps = [step.dump() for step in self.steps]
-        pending = [[meta.dump(), data, count] for (meta, data), count in (self.pending or {}).items()]
-        base = None if self.base is None else [self.base.state_data, self.base.arrival]
-        return [base, steps, pending, self.dirty]
-
-    @classmethod
-    def load(cls, dumped) -> "StateLog":
-        """Rebuild a log from `dump()`."""
-        log = cls()
-        base, steps, pending, log.dirty = dumped
-        if base is not None:
-            state_data, arrival = base
-            log.base = Step(None, None, None, unpack(state_data), state_data, arrival, ())
-        for dumped in steps:
-            log.steps.append(StoredStep(Meta.load(dumped[0]), dumped))
-        if pending:
-            log.pending = {(Meta.load(meta), data): count for meta, data, count in pending}
-        return log
 
 
 def _keep_unchanged_outputs(old: list, new: list, out: list):

@@ -17,7 +17,7 @@ from operators.store import KeyedState
 
 BUCKET_KEY_SCHEMA = "key BINARY"
 BUCKET_SCHEMA = "buckets BINARY"
-LAYOUT = "one map entry per key and stage, collected when touched; steps without their outputs"
+LAYOUT = "one map entry per key and stage, collected when touched; steps without their outputs, each packed apart"
 
 
 def bucket_map(handle) -> PipelinedMap:
@@ -76,11 +76,12 @@ class StoreBuckets(KeyedState):
     a read and a write).
     """
 
-    def __init__(self, entries: _Entries, index: int, load):
+    def __init__(self, entries: _Entries, index: int, operator):
         super().__init__()
         self._entries = entries
         self._index = index
-        self._load = load
+        self._load = operator.load_bucket
+        self._dump = operator.dump_bucket
         self._held = {}  # key -> bucket, or None where there is none
 
     def get(self, key):
@@ -106,7 +107,7 @@ class StoreBuckets(KeyedState):
             if bucket is None:
                 entry.pop(self._index, None)
             else:
-                entry[self._index] = bucket.dump()
+                entry[self._index] = self._dump(bucket)
         self._held.clear()
 
 
@@ -118,7 +119,7 @@ class StageState:
         self.operators = operators
         self._entries = _Entries(store)
         self.states = {
-            name: StoreBuckets(self._entries, index, operator.load_bucket)
+            name: StoreBuckets(self._entries, index, operator)
             for index, (name, operator) in enumerate(operators.items())
         }
 

@@ -105,15 +105,16 @@ def test_a_batch_reads_and_writes_only_the_keys_of_its_rows(spark, tmp_path, mon
 
 def test_bench_state_reports_the_thirds_of_a_small_run(spark, tmp_path, capsys):
     out = tmp_path / "state.json"
-    assert main(["bench-state", "--events", "40", "--state-bytes", "5", "--batch-rows", "10", "--warmup-batches", "1",
-                 "--out", str(out)]) == 0
+    assert main(["bench-state", "--events", "40", "--keys", "8", "--state-bytes", "5", "--batch-rows", "10",
+                 "--warmup-batches", "1", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["outputs"] == 40 and len(report["batches"]) >= 4
     assert report["thirds"]["ratio"] == report["thirds"]["last_third_ms"] / report["thirds"]["first_third_ms"]
     # One stateful operator, the count's stage: the replayed source is ingested as it is read.
     assert [len(batch["operators"]) for batch in report["batches"]] == [1] * len(report["batches"])
     text = capsys.readouterr().out
-    assert "ratio last/first" in text and "40 events of distinct keys (5 more bytes" in text
+    assert "ratio last/first" in text and "40 events over 8 keys (5 more bytes" in text
+    assert report["input"]["keys"] == 8
 
 
 def test_thirds():

@@ -13,9 +13,12 @@ def add_parser(commands):
                     "micro-batch: the state grows by one key an event while every batch brings the same rows. "
                     "Prints every batch's time (Spark's triggerExecution, and each stateful operator's update and "
                     "commit time and state rows), and the median batch time of the first and last third and their "
-                    "ratio (goal <= 1.2).")
+                    "ratio (goal <= 1.2). With --keys, the events cycle over that many keys, so each key's log holds "
+                    "a step per event within the reorder latency.")
     parser.add_argument("--events", type=positive_int, default=30_000, metavar="N",
-                        help="events, each of a distinct key (default: %(default)s)")
+                        help="events, each of a key of its own unless --keys (default: %(default)s)")
+    parser.add_argument("--keys", type=positive_int, metavar="K",
+                        help="cycle the events over K keys (default: a key an event)")
     parser.add_argument("--state-bytes", type=non_negative_int, default=0, metavar="B",
                         help="bytes of state each key holds besides its count (default: %(default)s)")
     parser.add_argument("--batch-rows", type=positive_int, default=1000, metavar="R",
@@ -39,7 +42,7 @@ def command(args) -> int:
 
     report = state_bench(args.events, args.state_bytes, batch_rows=args.batch_rows, spacing_ms=args.spacing_ms,
                          reorder_latency=args.reorder_latency, warmup_batches=args.warmup_batches,
-                         master=args.master, shards=args.shards,
+                         master=args.master, shards=args.shards, keys=args.keys,
                          say=lambda text: print(f"bench-state: {text}", file=sys.stderr, flush=True))
     print(table(report), end="")
     if args.out:

@@ -6,6 +6,9 @@ compares the median batch time of the first and last third of the batches
 (Spark's `triggerExecution`); a ratio near 1 means a batch costs what its
 rows bring, not what the state holds. `state_bytes` makes each key's state
 larger, so that the state held weighs more against Spark's fixed cost per batch.
+With `keys`, the events cycle over that many keys instead: each key's log
+then holds a step per event within the reorder latency, and a batch that
+brings a key one more step shows whether it pays for the steps held too.
 """
 from __future__ import annotations
 
@@ -29,9 +32,14 @@ from flamespark.tools.overhead.workload import key_of
 GOAL = 1.2
 
 
-def distinct_key_events(events: int, spacing_ms: int) -> list:
-    """`events` in-order events `{"ts", "key", "value"}`, each with a key of its own."""
-    return [{"ts": i * spacing_ms, "key": f"k{i:07d}", "value": i} for i in range(events)]
+def distinct_key_events(events: int, spacing_ms: int, keys: int | None = None) -> list:
+    """`events` in-order events `{"ts", "key", "value"}`, each with a key of its own, or cycling over `keys` keys.
+
+    >>> [event["key"] for event in distinct_key_events(3, 10, keys=2)]
+    ['k0000000', 'k0000001', 'k0000000']
+    """
+    cycle = keys or events
+    return [{"ts": i * spacing_ms, "key": f"k{i % cycle:07d}", "value": i} for i in range(events)]
 
 
 def padded_count(state_bytes: int, state, event):
@@ -73,17 +81,18 @@ def _count(spark, path: Path, state_bytes: int, batch_rows: int, reorder_latency
 
 def state_bench(events: int = 30_000, state_bytes: int = 0, batch_rows: int = 1000, spacing_ms: int = 10,
                 reorder_latency: int = 1000, warmup_batches: int = 3, master: str = "local[2]", shards: int = 2,
-                spark=None, say=lambda text: None) -> dict:
+                spark=None, say=lambda text: None, keys: int | None = None) -> dict:
     """Run the count on Spark (on `spark`, or a session of `master`); the report with every batch's times.
 
-    Each key's state holds its count and `state_bytes` more bytes. A warm-up
+    Each key's state holds its count and `state_bytes` more bytes; the
+    events have a key each, or cycle over `keys` keys. A warm-up
     run of `warmup_batches` batches comes first, so that the first third is
     not charged with starting the session's Python workers.
     """
     with tempfile.TemporaryDirectory(prefix="flamespark-state-") as workdir:
         path, warm = Path(workdir) / "events.jsonl", Path(workdir) / "warmup.jsonl"
-        write_jsonl(path, distinct_key_events(events, spacing_ms))
-        write_jsonl(warm, distinct_key_events(warmup_batches * batch_rows, spacing_ms))
+        write_jsonl(path, distinct_key_events(events, spacing_ms, keys))
+        write_jsonl(warm, distinct_key_events(warmup_batches * batch_rows, spacing_ms, keys))
         say(f"starting Spark ({master}, {shards} shards)")
         spark = spark or spark_session(master, shards)
         if warmup_batches:
@@ -93,7 +102,7 @@ def state_bench(events: int = 30_000, state_bytes: int = 0, batch_rows: int = 10
         spark.streams.addListener(listener)
         try:
             listener.expect(f"flamespark_{state_graph(state_bytes).name}")
-            say(f"counting {events:,} events of distinct keys, {batch_rows} a micro-batch")
+            say(f"counting {_events_and_keys(events, keys)}, {batch_rows} a micro-batch")
             started = time.perf_counter()
             result = _count(spark, path, state_bytes, batch_rows, reorder_latency, shards)
             wall_s = time.perf_counter() - started
@@ -102,8 +111,8 @@ def state_bench(events: int = 30_000, state_bytes: int = 0, batch_rows: int = 10
             spark.streams.removeListener(listener)
     batches = _batches(progress)
     return {
-        "benchmark": "batch time against state held: running count over events of distinct keys (issue 11)",
-        "input": {"events": events, "keys": events, "state_bytes": state_bytes, "spacing_ms": spacing_ms,
+        "benchmark": "batch time against state held: running count over events of distinct keys, or cycling over keys (issue 11)",
+        "input": {"events": events, "keys": keys or events, "state_bytes": state_bytes, "spacing_ms": spacing_ms,
                   "batch_rows": batch_rows, "reorder_latency_ms": reorder_latency},
         "spark": {"master": master, "shards": shards},
         "machine": dict(machine(), load_average=list(os.getloadavg())),
@@ -126,7 +135,8 @@ def table(report: dict) -> str:
     thirds_ = report["thirds"]
     ratio = thirds_["ratio"]
     verdict = "met" if ratio is not None and ratio <= report["goal"] else "NOT met"
-    lines.append(f"{report['input']['events']:,} events of distinct keys ({report['input']['state_bytes']} more bytes "
+    given = report["input"]
+    lines.append(f"{_events_and_keys(given['events'], given['keys'])} ({given['state_bytes']} more bytes "
                  f"of state each), {len(report['batches'])} micro-batches, "
                  f"{report['outputs']:,} outputs, {report['wall_s']:.1f} s")
     lines.append(f"median batch ms: first third {thirds_['first_third_ms']:,.0f}, last third "
@@ -135,6 +145,10 @@ def table(report: dict) -> str:
     lines.append(f"median update + commit ms of the keyed stage: first third {stage['first_third_ms']:,.0f}, "
                  f"last third {stage['last_third_ms']:,.0f}; ratio {stage['ratio']:.2f}")
     return "\n".join(lines) + "\n"
+
+
+def _events_and_keys(events: int, keys: int) -> str:
+    return f"{events:,} events of distinct keys" if keys in (None, events) else f"{events:,} events over {keys:,} keys"
 
 
 def main():

@@ -29,7 +29,8 @@ def add_parser(commands):
                         help="reorder latency (default: %(default)s)")
     parser.add_argument("--warmup-batches", type=non_negative_int, default=3, metavar="B",
                         help="batches of a warm-up run before the measured one (default: %(default)s)")
-    parser.add_argument("--master", type=spark_master, default="local[2]", help="Spark master URL (default: %(default)s)")
+    parser.add_argument("--master", type=spark_master, default="local[2]",
+                        help="Spark master URL (default: %(default)s)")
     parser.add_argument("--shards", type=positive_int, default=2,
                         help="shards = Spark shuffle partitions (default: %(default)s)")
     parser.add_argument("--out", type=Path, metavar="FILE", help="also write the report as JSON here")

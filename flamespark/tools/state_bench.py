@@ -111,7 +111,8 @@ def state_bench(events: int = 30_000, state_bytes: int = 0, batch_rows: int = 10
             spark.streams.removeListener(listener)
     batches = _batches(progress)
     return {
-        "benchmark": "batch time against state held: running count over events of distinct keys, or cycling over keys (issue 11)",
+        "benchmark": "batch time against state held: running count over events of distinct keys, or cycling over "
+                     "keys (issue 11)",
         "input": {"events": events, "keys": keys or events, "state_bytes": state_bytes, "spacing_ms": spacing_ms,
                   "batch_rows": batch_rows, "reorder_latency_ms": reorder_latency},
         "spark": {"master": master, "shards": shards},

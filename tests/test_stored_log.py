@@ -85,3 +85,29 @@ def test_a_rerun_left_waiting_survives_the_store():
     log = stored(kept)
     assert log.dirty is not None
     assert outputs(OPERATOR.finish(log)) == outputs(OPERATOR.finish(kept))
+
+
+def test_a_tombstone_waiting_for_its_item_survives_the_store_and_cancels_it():
+    early = item(5, 3)
+    kept = log_of(item(1, 1))
+    OPERATOR.apply(kept, tombstone_of(early))
+    log = stored(kept)
+    assert log.latest == 5
+    assert OPERATOR.apply(log, early) == [] and not log.pending
+
+
+def test_the_latest_event_time_counts_the_packed_steps():
+    log = stored(log_of(*(item(ts, 1) for ts in range(4))))
+    assert log.steps == [] and log.latest == 3
+
+
+def test_a_rerun_left_waiting_moves_along_when_earlier_steps_are_decoded():
+    dropped = item(5, 1)
+    kept = log_of(*(item(ts, 1) for ts in range(1, 5)), dropped, item(6, 1), item(7, 1))
+    OPERATOR.apply(kept, tombstone_of(dropped))  # the re-run of 6 and 7 waits
+    log = stored(kept)
+    early = item(2, 0, tiebreak=1)  # adds nothing to the sums after it: only the waiting re-run changes them
+    made = OPERATOR.apply(log, early) + OPERATOR.finish(log)
+    assert len(made) == 5  # its own total, then the totals of 6 and 7 retracted and made again
+    assert outputs(made) == outputs(OPERATOR.apply(kept, early) + OPERATOR.finish(kept))
+    assert dump_log(log) == dump_log(kept)

@@ -1,10 +1,22 @@
 """What every keyed Spark operator of a FlameSpark query shares: a small msgpack value per group, control rows."""
 import msgpack
 from pyspark.sql.streaming import StatefulProcessor
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from flamespark.engines.spark.rows import METRIC, PUNCT, control_row, encode_time
 
-STATE_SCHEMA = "blob BINARY"
+
+def state_schema(**fields) -> StructType:
+    """A state variable's schema, `{column: type}`. Not DDL: PySpark has the JVM parse a DDL schema, a round trip
+    of a few ms for each state variable of each task of each micro-batch.
+
+    >>> state_schema(blob=BinaryType()).simpleString()
+    'struct<blob:binary>'
+    """
+    return StructType([StructField(name, kind) for name, kind in fields.items()])
+
+
+STATE_SCHEMA = state_schema(blob=BinaryType())
 
 
 class BlobProcessor(StatefulProcessor):

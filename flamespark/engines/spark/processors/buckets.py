@@ -11,12 +11,14 @@ applies its items, and writes them back at its end, each in one pipelined
 exchange with the state store (`pipelined.PipelinedMap`).
 """
 import msgpack
+from pyspark.sql.types import BinaryType
 
+from flamespark.engines.spark.processors.blob import state_schema
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from operators.store import KeyedState
 
-BUCKET_KEY_SCHEMA = "key BINARY"
-BUCKET_SCHEMA = "buckets BINARY"
+BUCKET_KEY_SCHEMA = state_schema(key=BinaryType())
+BUCKET_SCHEMA = state_schema(buckets=BinaryType())
 LAYOUT = "one map entry per key and stage, collected when touched; steps without their outputs, each packed apart"
 
 

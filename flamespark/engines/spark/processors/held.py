@@ -8,12 +8,14 @@ time it releases, writing back what they keep. So its state I/O follows what
 it adds and releases, not what is held.
 """
 import msgpack
+from pyspark.sql.types import BinaryType, LongType
 
 from barrier.barrier import Barrier, BarrierState
+from flamespark.engines.spark.processors.blob import state_schema
 from flamespark.engines.spark.processors.keyed import release
 
-CHUNK_KEY_SCHEMA = "chunk LONG"
-CHUNK_SCHEMA = "records BINARY"
+CHUNK_KEY_SCHEMA = state_schema(chunk=LongType())
+CHUNK_SCHEMA = state_schema(records=BinaryType())
 CHUNK = 512
 
 

@@ -1,17 +1,17 @@
 """The keyed Spark operators: ingest, and stages of boundary operators, the last with the barrier; and
 `ReplayIngest`, which ingests a replayed source in the tasks that read it, with no state.
 
-Each is a `StatefulProcessor` for `transformWithStateInPandas` that keeps a
-small msgpack value per grouping key (a source, or a shard) in a ValueState,
-keyed operators' buckets and held items in map states (read and written as
-far as a batch touches them), and runs the core's operator objects on the
-rows of one micro-batch. Punctuation
+Each is a `StatefulProcessor` for `transformWithStateInPandas` that keeps
+all of a grouping key's state (a source's, or a shard's) in one map state: a
+small msgpack value, and keyed operators' buckets and held items under key
+prefixes of their own (read and written as far as a batch touches them). It
+runs the core's operator objects on the rows of one micro-batch. Punctuation
 rows travel with the data: every stage receives them on every shard, applies
 them after the batch's items, and shard 0 passes them on to every shard of
 the next stage; the last stage holds the barrier, which releases in the same
 micro-batch.
 
-Modules: `blob` (the small value and control rows), `buckets` (keyed
+Modules: `blob` (the map state, the small value and control rows), `buckets` (keyed
 operators' state), `pipelined` (a map state's reads and writes of many keys
 in few round trips), `held` (barrier and buffers' held items), `ingest`
 (both ways), `keyed` (operators and barrier on a batch), `stage`
@@ -24,7 +24,8 @@ from flamespark.engines.spark.processors.ingest import IngestProcessor, ReplayIn
 from flamespark.engines.spark.processors.stage import StageProcessor
 
 # The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
-STATE_LAYOUT = f"buckets: {BUCKET_LAYOUT}; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch"
+STATE_LAYOUT = (f"one map state per group, its value under key v; buckets: {BUCKET_LAYOUT}; held and buffered "
+                f"chunks under prefixes h and u; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch")
 
 __all__ = ["STATE_LAYOUT", "BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "ReplayIngest",
            "StageProcessor"]

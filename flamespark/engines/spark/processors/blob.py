@@ -1,4 +1,11 @@
-"""What every keyed Spark operator of a FlameSpark query shares: a small msgpack value per group, control rows."""
+"""What every keyed Spark operator of a FlameSpark query shares: one map state per group, control rows.
+
+A group's whole state is one map state: its small msgpack value under one
+key, and whatever else its processor keeps (buckets, held records) under
+keys of a prefix of their own. Each task opens its state variables at every
+micro-batch, and opening one costs the JVM about 12 ms, so one is cheaper
+than three.
+"""
 import msgpack
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -16,20 +23,46 @@ def state_schema(**fields) -> StructType:
     return StructType([StructField(name, kind) for name, kind in fields.items()])
 
 
-STATE_SCHEMA = state_schema(blob=BinaryType())
+KEY_SCHEMA = state_schema(key=BinaryType())
+VALUE_SCHEMA = state_schema(value=BinaryType())
+_GROUP_VALUE = (b"v",)  # the key of the group's own value: no prefix of `PrefixedMap`'s starts with "v"
+
+
+class PrefixedMap:
+    """The entries of a map state whose keys start with `prefix`, read and written by the rest of their key:
+    the calls of a map state on one-column keys, `to_bytes(key)` giving the rest."""
+
+    def __init__(self, store, prefix: bytes, to_bytes=bytes):
+        self._store = store
+        self._prefix = prefix
+        self._to_bytes = to_bytes
+
+    def _key(self, key: tuple) -> tuple:
+        return (self._prefix + self._to_bytes(key[0]),)
+
+    def getValue(self, key):
+        return self._store.getValue(self._key(key))
+
+    def updateValue(self, key, value):
+        self._store.updateValue(self._key(key), value)
+
+    def removeKey(self, key):
+        self._store.removeKey(self._key(key))
 
 
 class BlobProcessor(StatefulProcessor):
-    """Keeps one msgpack value per grouping key."""
+    """Keeps a group's state in one map state, `store`: a msgpack value (`load`, `save`) and what the subclass
+    keeps under prefixes of its own."""
 
     def init(self, handle):
-        self._blob = handle.getValueState("state", STATE_SCHEMA)
+        self.store = handle.getMapState("state", KEY_SCHEMA, VALUE_SCHEMA)
 
     def load(self, default):
-        return msgpack.unpackb(self._blob.get()[0], strict_map_key=False) if self._blob.exists() else default
+        row = self.store.getValue(_GROUP_VALUE)
+        return default if row is None else msgpack.unpackb(row[0], strict_map_key=False)
 
     def save(self, value):
-        self._blob.update((msgpack.packb(value),))
+        self.store.updateValue(_GROUP_VALUE, (msgpack.packb(value),))
 
     def close(self):
         pass

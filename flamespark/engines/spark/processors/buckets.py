@@ -11,20 +11,17 @@ applies its items, and writes them back at its end, each in one pipelined
 exchange with the state store (`pipelined.PipelinedMap`).
 """
 import msgpack
-from pyspark.sql.types import BinaryType
 
-from flamespark.engines.spark.processors.blob import state_schema
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from operators.store import KeyedState
 
-BUCKET_KEY_SCHEMA = state_schema(key=BinaryType())
-BUCKET_SCHEMA = state_schema(buckets=BinaryType())
-LAYOUT = "one map entry per key and stage, collected when touched; steps without their outputs, each packed apart"
+LAYOUT = ("one map entry per key and stage (prefix b), collected when touched; steps without their outputs, each "
+          "packed apart")
 
 
-def bucket_map(handle) -> PipelinedMap:
-    """The stage's MapState of keyed buckets."""
-    return PipelinedMap(handle.getMapState("buckets", BUCKET_KEY_SCHEMA, BUCKET_SCHEMA))
+def bucket_map(store) -> PipelinedMap:
+    """The stage's keyed buckets, in its map state `store` (see `blob.BlobProcessor`)."""
+    return PipelinedMap(store, b"b")
 
 
 class _Entries:

@@ -63,8 +63,8 @@ class BufferedStageProcessor(BlobProcessor):
             if isinstance(op, BufferSort)
         }
         self.keyed = {op.name: op for op in self.buffers.values()}
-        self.buckets = bucket_map(handle)
-        self.chunks = chunk_map(handle, "buffered")
+        self.buckets = bucket_map(self.store)
+        self.chunks = chunk_map(self.store, b"u")
 
     @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):
@@ -136,7 +136,7 @@ class BufferedBarrierProcessor(BlobProcessor):
     def init(self, handle):
         super().init(handle)
         self.handle = handle
-        self.held = chunk_map(handle, "held")
+        self.held = chunk_map(self.store, b"h")
 
     @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):

@@ -8,19 +8,18 @@ time it releases, writing back what they keep. So its state I/O follows what
 it adds and releases, not what is held.
 """
 import msgpack
-from pyspark.sql.types import BinaryType, LongType
 
 from barrier.barrier import Barrier, BarrierState
-from flamespark.engines.spark.processors.blob import state_schema
+from flamespark.engines.spark.processors.blob import PrefixedMap
 from flamespark.engines.spark.processors.keyed import release
 
-CHUNK_KEY_SCHEMA = state_schema(chunk=LongType())
-CHUNK_SCHEMA = state_schema(records=BinaryType())
 CHUNK = 512
 
 
-def chunk_map(handle, name: str):
-    return handle.getMapState(name, CHUNK_KEY_SCHEMA, CHUNK_SCHEMA)
+def chunk_map(store, prefix: bytes) -> PrefixedMap:
+    """Chunks (keyed by their int id) in the processor's map state `store`, under `prefix` (see
+    `blob.BlobProcessor`)."""
+    return PrefixedMap(store, prefix, lambda chunk: chunk.to_bytes(8, "big"))
 
 
 class TimedRecords:

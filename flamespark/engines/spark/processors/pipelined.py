@@ -28,9 +28,12 @@ class PipelinedMap:
     `get_many` returns each key's value row, or None where it has none;
     `write` updates and removes keys. Errors from the server are raised once
     every answer of the chunk was read, so the protocol stays in step.
+    With `prefix`, it reads and writes the map's entries whose one-column
+    key is `prefix` followed by the key it is given.
     """
 
-    def __init__(self, map_state):
+    def __init__(self, map_state, prefix: bytes = b""):
+        self._prefix = prefix
         try:
             client = map_state._mapStateClient
             self._name = map_state._stateName
@@ -61,7 +64,7 @@ class PipelinedMap:
         self._exchange(requests, "writing")
 
     def _key(self, key) -> bytes:
-        return self._api._serialize_to_bytes(self._key_schema, key)
+        return self._api._serialize_to_bytes(self._key_schema, (self._prefix + key[0],))
 
     def _call(self, **call) -> bytes:
         request = messages.StateRequest(stateVariableRequest=messages.StateVariableRequest(

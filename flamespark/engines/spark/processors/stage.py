@@ -73,8 +73,8 @@ class StageProcessor(BlobProcessor):
     def init(self, handle):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
-        self.buckets = bucket_map(handle)
-        self.held = chunk_map(handle, "held") if self.final else None
+        self.buckets = bucket_map(self.store)
+        self.held = chunk_map(self.store, b"h") if self.final else None
 
     @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):

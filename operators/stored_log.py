@@ -111,8 +111,11 @@ class _Packed:
         self.lengths = lengths
         self.data = data
 
-    def step(self, index: int) -> StoredStep:
-        end = len(self.data) if index == len(self.lengths) - 1 else sum(self.lengths[:index + 1])
+    def last(self) -> StoredStep:
+        return self._ending_at(len(self.lengths) - 1, len(self.data))
+
+    def _ending_at(self, index: int, end: int) -> StoredStep:
+        """Step `index`, whose encoding ends at byte `end`."""
         return StoredStep(msgpack.unpackb(self.data[end - self.lengths[index]:end]))
 
     def split(self, index: int) -> tuple:
@@ -126,7 +129,7 @@ class _Packed:
     def without_first(self, count: int) -> "_Packed":
         """The steps after the first `count`, starting from the state the last of those left."""
         offset = sum(self.lengths[:count])
-        return _Packed(_base_dump(self.step(count - 1)), self.times[count:], self.lengths[count:],
+        return _Packed(_base_dump(self._ending_at(count - 1, offset)), self.times[count:], self.lengths[count:],
                        self.data[offset:])
 
 
@@ -157,7 +160,7 @@ class StoredLog(StateLog):
             log.base = _base_step(base)
             return log
         log.packed = _Packed(base, times, lengths, data)
-        log.base = log.packed.step(len(times) - 1)
+        log.base = log.packed.last()
         if dirty is not None:  # a re-run left waiting from step `dirty` on needs that step and the later ones
             log._unpack(dirty)
             log.dirty = 0
@@ -182,7 +185,7 @@ class StoredLog(StateLog):
         self.steps[:0] = steps
         if self.dirty is not None:
             self.dirty += len(steps)
-        self.base = self.packed.step(index - 1) if index else _base_step(self.packed.base)
+        self.base = self.packed.last() if index else _base_step(self.packed.base)
         if not index:
             self.packed = _NOTHING_PACKED
 

@@ -44,7 +44,8 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (dead-letter), adjust or fail")
     parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
                         help="replay JSONL file inputs at this rate (spark engine; default: as fast as possible)")
-    parser.add_argument("--master", metavar="URL", type=spark_master, default=None, help="Spark master URL (default: local[*])")
+    parser.add_argument("--master", metavar="URL", type=spark_master, default=None,
+                        help="Spark master URL (default: local[*])")
     parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,
                         help="Spark checkpoint directory; rerun with the same one to resume (default: DIR/_checkpoint)")
     parser.add_argument("--max-rows-per-batch", metavar="N", type=positive_int, default=None,

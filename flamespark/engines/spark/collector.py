@@ -157,8 +157,7 @@ def after_first_batch(parts, progress) -> dict | None:
     return {"events": events, "wall_s": span, "events_per_s": events / span if span > 0 else None}
 
 
-def _first_batch_s(progress):
-    durations = batch_durations_ms(progress)
+def _first_batch_s(durations: list):
     return durations[0] / 1000 if durations else None
 
 
@@ -226,6 +225,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
         sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
     ]
     delays = release_delays(parts, progress, paced)
+    durations = batch_durations_ms(progress)
     metrics = run_metrics(
         events=ingest["events"],
         arrived=sum(m["arrived"] for m in barrier),
@@ -240,9 +240,9 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
         engine={
             "name": "spark",
             "batches": len(parts),
-            "batch_duration_ms": percentiles(batch_durations_ms(progress)),
-            "batch_duration_thirds_ms": batch_duration_thirds_ms(batch_durations_ms(progress)),
-            "first_batch_s": _first_batch_s(progress),
+            "batch_duration_ms": percentiles(durations),
+            "batch_duration_thirds_ms": batch_duration_thirds_ms(durations),
+            "first_batch_s": _first_batch_s(durations),
             "after_first_batch": after_first_batch(parts, progress) if paced else None,
             "batch_time": batch_time(progress, list(stage_names)),
             "release_delay_batches": {

@@ -25,7 +25,9 @@ def state_schema(**fields) -> StructType:
 
 KEY_SCHEMA = state_schema(key=BinaryType())
 VALUE_SCHEMA = state_schema(value=BinaryType())
-_GROUP_VALUE = (b"v",)  # the key of the group's own value: no prefix of `PrefixedMap`'s starts with "v"
+# A group's map state: its own value under the key b"v", and each kind of entry under a prefix of its own.
+_GROUP_VALUE = (b"v",)
+BUCKETS_PREFIX, HELD_PREFIX, BUFFERED_PREFIX = b"b", b"h", b"u"
 
 
 class PrefixedMap:

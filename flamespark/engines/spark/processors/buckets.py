@@ -12,6 +12,7 @@ exchange with the state store (`pipelined.PipelinedMap`).
 """
 import msgpack
 
+from flamespark.engines.spark.processors.blob import BUCKETS_PREFIX
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from operators.store import KeyedState
 
@@ -21,7 +22,7 @@ LAYOUT = ("one map entry per key and stage (prefix b), collected when touched; s
 
 def bucket_map(store) -> PipelinedMap:
     """The stage's keyed buckets, in its map state `store` (see `blob.BlobProcessor`)."""
-    return PipelinedMap(store, b"b")
+    return PipelinedMap(store, BUCKETS_PREFIX)
 
 
 class _Entries:

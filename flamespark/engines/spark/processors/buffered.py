@@ -1,7 +1,7 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
-from flamespark.engines.spark.processors.blob import BlobProcessor
+from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, BlobProcessor
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
 from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
@@ -64,7 +64,7 @@ class BufferedStageProcessor(BlobProcessor):
         }
         self.keyed = {op.name: op for op in self.buffers.values()}
         self.buckets = bucket_map(self.store)
-        self.chunks = chunk_map(self.store, b"u")
+        self.chunks = chunk_map(self.store, BUFFERED_PREFIX)
 
     @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):
@@ -136,7 +136,7 @@ class BufferedBarrierProcessor(BlobProcessor):
     def init(self, handle):
         super().init(handle)
         self.handle = handle
-        self.held = chunk_map(self.store, b"h")
+        self.held = chunk_map(self.store, HELD_PREFIX)
 
     @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):

@@ -1,7 +1,7 @@
 """The optimistic mode's keyed stages, driven by punctuation rows; the last one holds the barrier."""
 import math
 
-from flamespark.engines.spark.processors.blob import BlobProcessor, punctuation_rows
+from flamespark.engines.spark.processors.blob import HELD_PREFIX, BlobProcessor, punctuation_rows
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
 from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
@@ -74,7 +74,7 @@ class StageProcessor(BlobProcessor):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
         self.buckets = bucket_map(self.store)
-        self.held = chunk_map(self.store, b"h") if self.final else None
+        self.held = chunk_map(self.store, HELD_PREFIX) if self.final else None
 
     @runs_with_collections_paused
     def handleInputRows(self, key, rows, timerValues):

@@ -17,7 +17,8 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     the same outputs. With `rate` (events/s) the inputs arrive paced, and
     latency counts from each event's arrival. With `changes=True` the result
     also has each sink's changelog: every output as soon as it is computed
-    (`+`) and every retraction (`-`, naming the late event that caused it).
+    (`+`) and, at the end of the event's step, every retraction (`-`, naming
+    the late event that caused it).
     Every option is checked before the engine starts; a bad one raises
     OptionError, the same on every engine.
 
@@ -31,7 +32,7 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     {'out': [1, 2, 6]}
     >>> late = fs.run(g, {"numbers": [(2, 2), (4, 4), (0, 6)]}, reorder_latency=5, changes=True)
     >>> [(c["op"], c["ts"], c["payload"]) for c in late.changes["out"]]
-    [('+', 2, 2), ('+', 4, 6), ('+', 0, 6), ('-', 2, 2), ('+', 2, 8), ('-', 4, 6), ('+', 4, 12)]
+    [('+', 2, 2), ('+', 4, 6), ('+', 0, 6), ('+', 2, 8), ('+', 4, 12), ('-', 2, 2), ('-', 4, 6)]
     """
     options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, **engine_options)
     return run_with_options(graph, inputs, options)

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 import flamespark as fs
 from flamespark.core.items import Item, Meta
 from flamespark.engines.local import LocalRun
-from flamespark.runtime.changes import Cause, StepChanges
+from flamespark.runtime.changes import BatchChanges, Cause, StepChanges
 from flamespark.runtime.options import RunOptions
 from tests import graphs
 from tests.changelog_checks import check_changelog
@@ -48,26 +48,28 @@ def test_changelog_of_two_sources(left, right):
 
 
 class _Timeline(LocalRun):
-    """A local run that notes, in one sequence, when each change is emitted and each output released."""
+    """A local run that notes, in one sequence, the `+` records made before each release and the outputs it
+    releases."""
 
     def __init__(self, graph, options):
         super().__init__(graph, options)
         self.timeline = []
+        self._noted = {sink: 0 for sink in self.changelog.records}
         release = self.barrier.punctuate
 
         def noted_release(time):
+            self._note_changes()
             released = release(time)
             self.timeline.extend(("release", sink, item.meta, item.data) for sink, item in released)
             return released
 
         self.barrier.punctuate = noted_release
 
-    def take_changes(self):
-        records = self.changelog.records
-        taken = {sink: len(changes) for sink, changes in records.items()}
-        super().take_changes()
-        for sink, changes in records.items():
-            self.timeline.extend(("change", sink, record) for record in changes[taken[sink]:] if record["op"] == "+")
+    def _note_changes(self):
+        for sink, changes in self.changelog.records.items():
+            self.timeline.extend(("change", sink, record) for record in changes[self._noted[sink]:]
+                                 if record["op"] == "+")
+            self._noted[sink] = len(changes)
 
 
 @settings(max_examples=100, deadline=None)
@@ -107,41 +109,44 @@ def test_what_a_step_retracts_and_makes_again_is_not_a_change():
     assert [r["op"] for r in result.changes["sums"]] == ["+", "+", "+"]
 
 
-def _netted(entries: list) -> list:
-    """What `StepChanges.take` must give, the slow way: per identity (sink, time, payload), as many of its first
-    retractions and first additions as pair up are left out."""
+def _step_changes(entries: list) -> tuple:
+    """What a step must make of `entries`, the slow way: the items that are changes at once, and the retractions
+    left for its end. An item cancels the earliest retraction of the same sink, time and payload still
+    waiting."""
     def identity(entry):
         sink, item, _ = entry
         return sink, item.meta.ts, item.data
 
-    counts = {}
+    added, waiting = [], []
     for entry in entries:
-        tombstones, items = counts.get(identity(entry), (0, 0))
-        counts[identity(entry)] = (tombstones + 1, items) if entry[1].tombstone else (tombstones, items + 1)
-    to_skip = {key: [min(pair)] * 2 for key, pair in counts.items()}
-    kept = []
-    for entry in entries:
-        left = to_skip[identity(entry)]
-        side = 0 if entry[1].tombstone else 1
-        if left[side]:
-            left[side] -= 1
+        if entry[1].tombstone:
+            waiting.append(entry)
+            continue
+        cancelled = next((index for index, retraction in enumerate(waiting)
+                          if identity(retraction) == identity(entry)), None)
+        if cancelled is None:
+            added.append(entry)
         else:
-            kept.append(entry)
-    return kept
+            del waiting[cancelled]
+    return added, waiting
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2),
                           st.booleans()), max_size=30))
-def test_a_step_nets_exactly_the_pairs_it_retracts_and_makes_again(drawn):
+def test_a_step_cancels_exactly_the_retractions_it_makes_again(drawn):
     # Paths differ where identities may not: the changelog matches on sink, event time and payload alone.
-    entries = [(sink, Item(Meta(ts, "s", 0, (index, path)), None, bytes([payload]), tombstone), Cause("s", 0, 0))
+    entries = [(sink, Item(Meta(ts, "s", 0, (index, path)), None, bytes([payload]), tombstone), Cause("s", index, 0))
                for index, (sink, ts, path, payload, tombstone) in enumerate(drawn)]
-    step = StepChanges()
-    for entry in entries:
-        step.add(entry)
-    assert step.take() == _netted(entries)
+    added, retracted = _step_changes(entries)
+    step, batch = StepChanges(), BatchChanges()
+    assert [entry for entry in entries if step.add(*entry)] == added
+    assert step.take() == retracted
     assert step.take() == []
+    for entry in entries:
+        batch.add(*entry)
+    assert batch.take() == added + retracted
+    assert batch.take() == []
 
 
 def test_without_changes_there_is_no_changelog():

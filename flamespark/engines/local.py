@@ -51,8 +51,9 @@ class LocalRun:
     barrier cancels the tombstones that met their items (`Barrier.settle`),
     which punctuations, the last above all, then need not.
 
-    With `changes`, what reaches the sinks is also kept as a changelog, netted
-    per event applied (and per punctuation, for what the baseline's buffers release).
+    With `changes`, what reaches the sinks is also kept as a changelog: an
+    item as it arrives, a tombstone at the end of its step (an event applied,
+    or a punctuation, where the baseline's buffers release).
     """
 
     def __init__(self, graph, options: RunOptions):
@@ -87,11 +88,12 @@ class LocalRun:
             sink, push = self.plan.sinks[target], self.barrier.push
             if self.step is None:
                 return lambda item: push(sink, item)
-            record = self.step.add
+            note, add, now = self.step.add, self.changelog.add, clock.perf_counter
 
             def push_and_record(item):
                 push(sink, item)
-                record((sink, item, self.cause))
+                if note(sink, item, self.cause):
+                    add(sink, item, now())
 
             return push_and_record
         add, state = self.plan.operators[target].add, self.states[target]
@@ -192,7 +194,7 @@ class LocalRun:
             self.take_changes()
 
     def take_changes(self):
-        """End the changelog's step: its changes join the changelog, stamped now."""
+        """End the changelog's step: its retractions join the changelog, stamped now."""
         self.changelog.extend(self.step.take(), clock.perf_counter())
 
     def punctuate(self):

@@ -1,16 +1,15 @@
 """The changelog: each sink's results as the optimistic mode computes them, and their retractions.
 
-An engine records every item and tombstone that reaches a sink, with the
-input event it was delivering (the cause), and at the end of each step (one
-event locally, one micro-batch on Spark) takes
-the step's changes: `+` for an item, `-` for a tombstone, with what was
-retracted and re-made identically inside the step netted away. A `-`
-names the late event whose arrival started the retraction.
+An engine notes every item and tombstone that reaches a sink, with the
+input event it was delivering (the cause). Within a step (one event
+locally, one micro-batch on Spark), an item is a `+` as soon as it reaches
+its sink, unless it makes again an output that the step retracted earlier
+(same sink, event time and payload): then neither is a change. A tombstone
+is a `-` at the end of its step, as the step may yet make its output
+again; a `-` names the late event whose arrival started the retraction.
 """
 from __future__ import annotations
 
-from itertools import compress
-from operator import attrgetter, itemgetter, not_
 from typing import NamedTuple
 
 from flamespark.core.codec import unpack
@@ -18,7 +17,6 @@ from flamespark.core.errors import InternalError
 from flamespark.runtime.metrics import percentiles
 
 ADD, RETRACT = "+", "-"
-_ITEM, _IS_TOMBSTONE, _DATA = itemgetter(1), attrgetter("tombstone"), attrgetter("data")
 
 
 class Cause(NamedTuple):
@@ -47,87 +45,93 @@ class Change(NamedTuple):
 def records(changes: list, sinks) -> dict:
     """Each sink's records of `changes`, as `Result.changes` holds them."""
     by_sink = {sink: [] for sink in sinks}
-    _append_records(changes, by_sink)
-    return by_sink
-
-
-def _append_records(changes: list, by_sink: dict):
-    """Append the record of each of `changes` to its sink's list in `by_sink`."""
     for sink, item, cause in changes:
-        payload = item.payload
-        if payload is None:
-            payload = unpack(item.data)  # rows keep bytes only
-        if item.tombstone:
-            record = {"op": RETRACT, "ts": item.meta[0], "payload": payload,
-                      "cause": {"source": cause[0], "ts": cause[1], "position": cause[2]}}
-        else:
-            record = {"op": ADD, "ts": item.meta[0], "payload": payload, "cause": None}
-        by_sink[sink].append(record)
+        by_sink[sink].append(_record(item, cause))
+    return by_sink
 
 
 def _identity(sink: str, item) -> tuple:
     """What a `-` must match of a `+`: sink, event time and payload (as the changelog's reader sees them)."""
-    return sink, item.meta.ts, item.data
+    return sink, item.meta[0], item.data
+
+
+def _record(item, cause) -> dict:
+    """The changelog record of an item (a `+`) or a tombstone (a `-`, naming `cause`)."""
+    payload = item.payload
+    if payload is None:
+        payload = unpack(item.data)  # rows keep bytes only
+    if item.tombstone:
+        return {"op": RETRACT, "ts": item.meta[0], "payload": payload,
+                "cause": {"source": cause[0], "ts": cause[1], "position": cause[2]}}
+    return {"op": ADD, "ts": item.meta[0], "payload": payload, "cause": None}
 
 
 class StepChanges:
-    """What reached the sinks in the current step, in order; `take()` nets and clears it.
+    """The current step's changes: `add` says whether an item is a change at once, `take` gives the step's
+    retractions at its end. An item that makes again what the step retracted cancels the earliest such
+    retraction still waiting.
 
     >>> from flamespark.core.items import Item, Meta
     >>> meta = Meta(5, "s", 0, (0,))
     >>> step = StepChanges()
-    >>> step.add(("out", Item(meta, None, b"\\x01", tombstone=True), Cause("s", 3, 7)))
-    >>> step.add(("out", Item(meta, None, b"\\x01"), Cause("s", 3, 7)))
-    >>> step.take()
-    []
+    >>> step.add("out", Item(meta, None, b"\\x01", tombstone=True), Cause("s", 3, 7))
+    False
+    >>> step.add("out", Item(meta, None, b"\\x01"), Cause("s", 3, 7)), step.take()
+    (False, [])
+    >>> step.add("out", Item(meta, None, b"\\x02"), Cause("s", 3, 7))
+    True
     """
 
     def __init__(self):
-        self._reached = []
-        # add((sink, item, cause)): an item or tombstone reached `sink` while `cause` was being delivered.
-        self.add = self._reached.append  # bound once: it runs for every item reaching a sink
+        self._retractions = []  # the step's tombstones as `(sink, item, cause)`, None where an item cancelled one
+        self._waiting = {}  # (sink, event time, data) -> the positions of its retractions not cancelled yet
+
+    def add(self, sink: str, item, cause) -> bool:
+        """Note that `item` (or a tombstone) reached `sink` while the event `cause` was being delivered; True if
+        it is a change now: an item that cancels no retraction of the step."""
+        waiting = self._waiting
+        if item.tombstone:
+            waiting.setdefault(_identity(sink, item), []).append(len(self._retractions))
+            self._retractions.append((sink, item, cause))
+            return False
+        if not waiting:  # most items: the step has retracted nothing
+            return True
+        identity = _identity(sink, item)
+        positions = waiting.get(identity)
+        if positions is None:
+            return True
+        self._retractions[positions.pop(0)] = None
+        if not positions:
+            del waiting[identity]
+        return False
 
     def take(self) -> list:
-        """The step's changes as `(sink, item, cause)` entries (see `Change`) in the order they reached the sinks,
-        netted; the step starts afresh."""
-        reached = self._reached.copy()
-        self._reached.clear()
-        # What a step both retracts and makes again cancels out, pair by pair. Only a payload that some tombstone
-        # and some item of the step carry can be such a pair: most steps have none, and build no identities.
-        # The step's entries are read column by column in C (`map`, `compress`): this runs for every entry.
-        items = list(map(_ITEM, reached))
-        retracts = list(map(_IS_TOMBSTONE, items))
-        if not any(retracts):
-            return reached
-        payloads = list(map(_DATA, items))
-        remade = set(compress(payloads, retracts)).intersection(compress(payloads, map(not_, retracts)))
-        if not remade:
-            return reached
-        # The entries that may net are found in C as well; the step's other entries are kept by slices.
-        positions = compress(range(len(reached)), map(remade.__contains__, payloads))
-        netted = _netted_pairs(reached, positions)
-        changes = []
-        start = 0
-        for position in sorted(netted):
-            changes += reached[start:position]
-            start = position + 1
-        changes += reached[start:]
-        return changes
+        """The step's retractions that no item cancelled, as `(sink, tombstone, cause)` in the order they came;
+        the step starts afresh."""
+        taken = [entry for entry in self._retractions if entry is not None]
+        self._retractions.clear()
+        self._waiting.clear()
+        return taken
 
 
-def _netted_pairs(reached: list, positions) -> set:
-    """The positions among `positions` (in order) of `reached` entries that cancel out: of each identity, as many
-    of its first retractions as of its first additions, as many as both have."""
-    retractions, additions = {}, {}
-    for position in positions:
-        sink, item, _ = reached[position]
-        (retractions if item.tombstone else additions).setdefault(_identity(sink, item), []).append(position)
-    netted = set()
-    for identity, added in additions.items():
-        retracted = retractions.get(identity, ())
-        pairs = min(len(added), len(retracted))
-        netted.update(added[:pairs], retracted[:pairs])
-    return netted
+class BatchChanges(StepChanges):
+    """A step whose changes all leave at its end, as a micro-batch's do: `take` gives the items that were changes,
+    in the order they came, then the retractions."""
+
+    def __init__(self):
+        super().__init__()
+        self._added = []
+
+    def add(self, sink: str, item, cause) -> bool:
+        change = super().add(sink, item, cause)
+        if change:
+            self._added.append((sink, item, cause))
+        return change
+
+    def take(self) -> list:
+        taken = self._added + super().take()
+        self._added = []
+        return taken
 
 
 class Changelog:
@@ -148,35 +152,41 @@ class Changelog:
         # container, so the many identities with one live `+` add nothing to what a garbage collection scans.
         self._live = {}
 
+    def add(self, sink: str, item, emitted_at: float):
+        """Append the `+` of `item`, which reached `sink` at `emitted_at`."""
+        identity = (sink, item.meta[0], item.data)  # `_identity`, inlined: this runs for every result
+        latency = (emitted_at - item.arrival) * 1000.0
+        held = self._live.setdefault(identity, latency)
+        if held is not latency:
+            if type(held) is list:
+                held.append(latency)
+            else:
+                self._live[identity] = [held, latency]
+        self.records[sink].append(_record(item, None))
+        self.added += 1
+
+    def retract(self, sink: str, tombstone, cause):
+        """Append the `-` of `tombstone`, which reached `sink` while the event `cause` was being delivered."""
+        identity = _identity(sink, tombstone)
+        held = self._live.pop(identity, None)
+        if held is None:
+            raise InternalError(
+                f"internal error: the changelog of sink {sink!r} retracts an output of "
+                f"{tombstone.meta.describe()} that it never added"
+            )
+        if type(held) is list and len(held) > 1:
+            held.pop()
+            self._live[identity] = held
+        self.records[sink].append(_record(tombstone, cause))
+        self.retracted += 1
+
     def extend(self, changes: list, emitted_at: float):
-        """Append a step's `changes`, all emitted at `emitted_at`."""
-        live = self._live
-        retracted = 0
-        # `_identity`, inlined, and one lookup of the live map per entry: this runs for every record.
-        for sink, item, _ in changes:
-            identity = (sink, item.meta[0], item.data)
-            if not item.tombstone:
-                latency = (emitted_at - item.arrival) * 1000.0
-                held = live.setdefault(identity, latency)
-                if held is not latency:
-                    if type(held) is list:
-                        held.append(latency)
-                    else:
-                        live[identity] = [held, latency]
-                continue
-            held = live.pop(identity, None)
-            if held is None:
-                raise InternalError(
-                    f"internal error: the changelog of sink {sink!r} retracts an output of "
-                    f"{item.meta.describe()} that it never added"
-                )
-            if type(held) is list and len(held) > 1:
-                held.pop()
-                live[identity] = held
-            retracted += 1
-        _append_records(changes, self.records)
-        self.added += len(changes) - retracted
-        self.retracted += retracted
+        """Append `changes` (see `Change`), all emitted at `emitted_at`."""
+        for sink, item, cause in changes:
+            if item.tombstone:
+                self.retract(sink, item, cause)
+            else:
+                self.add(sink, item, emitted_at)
 
     def fill(self, result):
         """Hand the changelog to `result`: its records, the latency of every `+` left live (in no particular

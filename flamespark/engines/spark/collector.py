@@ -46,9 +46,9 @@ class BatchCollector:
         released_at = time.time()
         outputs = _records(rows, OUT)
         outputs.sort(key=itemgetter(1, 2))  # meta, then data
-        # A batch's changes are one step, netted already: their order is free, so retractions go first.
+        # A batch is one step of the changelog: its additions, then its retractions, each in meta order.
         changes = _records(rows, CHANGE)
-        changes.sort(key=lambda r: (r[1], not r[3], r[2]))
+        changes.sort(key=itemgetter(3, 1, 2))
         part = {
             "batch": batch_id,
             "released_at": released_at,

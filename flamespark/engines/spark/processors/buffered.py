@@ -20,7 +20,7 @@ from flamespark.engines.spark.rows import (
     frame,
     with_event_time,
 )
-from flamespark.runtime.changes import StepChanges
+from flamespark.runtime.changes import BatchChanges
 from flamespark.runtime.heap import runs_with_collections_paused
 from operators import BufferSort
 
@@ -146,7 +146,7 @@ class BufferedBarrierProcessor(BlobProcessor):
         if len(passing):
             yield passing[COLUMNS]
         stored = StoredBarrier(self.held, state["barrier"])
-        changes = StepChanges() if self.changes else None
+        changes = BatchChanges() if self.changes else None
         bundles = batch[batch["kind"] == ITEMS].itertuples(index=False)
         for target, item, _ in bundle_items(bundles, decode=lambda target: False):
             push(stored.barrier, changes, self.topology.plan.sinks[target], item, None)

@@ -5,11 +5,11 @@ from barrier.barrier import Barrier
 from flamespark.core.errors import InternalError
 from flamespark.engines.spark.processors.blob import metric_row
 from flamespark.engines.spark.rows import CHANGE, ITEMS, OUT, PUNCT, Outbox, encode_time
-from flamespark.runtime.changes import StepChanges
+from flamespark.runtime.changes import BatchChanges
 
 
 def apply_in_meta_order(topology, stage: int, items, stage_state, outbox, barrier=None,
-                        changes: StepChanges | None = None):
+                        changes: BatchChanges | None = None):
     """Run `(operator, item, cause)` triples of stage `stage` in meta order on their states in `stage_state`
     (a StageState); what their results reach goes into `outbox`, with the item's `cause`.
 
@@ -57,14 +57,14 @@ def _item_identity(entry):
     return entry[1].identity
 
 
-def push(barrier: Barrier, changes: StepChanges | None, sink: str, item, cause):
+def push(barrier: Barrier, changes: BatchChanges | None, sink: str, item, cause):
     """Hand a sink's item or tombstone to the barrier, and to the changelog's step if one is kept."""
     barrier.push(sink, item)
     if changes is not None:
-        changes.add((sink, item, cause))
+        changes.add(sink, item, cause)
 
 
-def add_changes(outbox, shard: int, changes: StepChanges | None):
+def add_changes(outbox, shard: int, changes: BatchChanges | None):
     """Put the changes of the batch's step into `outbox` (none without a changelog); a retraction is a tombstone."""
     if changes is not None:
         for sink, item, cause in changes.take():

@@ -15,7 +15,7 @@ from flamespark.engines.spark.rows import (
     encode_time,
     frame,
 )
-from flamespark.runtime.changes import StepChanges
+from flamespark.runtime.changes import BatchChanges
 from flamespark.runtime.heap import runs_with_collections_paused
 
 
@@ -88,7 +88,7 @@ class StageProcessor(BlobProcessor):
         stage = StageState(self.operators, self.buckets)
         stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
         barrier = stored.barrier if self.final else None
-        changes = StepChanges() if self.final and self.changes else None
+        changes = BatchChanges() if self.final and self.changes else None
         outbox = Outbox()
         items = []
         for target, item, cause in bundle_items(mine.itertuples(index=False), decode=self.operators.__contains__):

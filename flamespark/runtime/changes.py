@@ -84,33 +84,38 @@ class StepChanges:
 
     def __init__(self):
         self._retractions = []  # the step's tombstones as `(sink, item, cause)`, None where an item cancelled one
-        self._waiting = {}  # (sink, event time, data) -> the positions of its retractions not cancelled yet
+        # Payload encoding -> the positions of its retractions not cancelled yet. An item whose encoding is not a
+        # key is a change, which a caller may see without calling `add`; a key hashes once, no tuple is built.
+        self.waiting = {}
 
     def add(self, sink: str, item, cause) -> bool:
         """Note that `item` (or a tombstone) reached `sink` while the event `cause` was being delivered; True if
         it is a change now: an item that cancels no retraction of the step."""
-        waiting = self._waiting
+        data = item.data
         if item.tombstone:
-            waiting.setdefault(_identity(sink, item), []).append(len(self._retractions))
+            self.waiting.setdefault(data, []).append(len(self._retractions))
             self._retractions.append((sink, item, cause))
             return False
-        if not waiting:  # most items: the step has retracted nothing
+        positions = self.waiting.get(data)
+        if positions is None:  # most items: the step has retracted nothing with their payload
             return True
-        identity = _identity(sink, item)
-        positions = waiting.get(identity)
-        if positions is None:
-            return True
-        self._retractions[positions.pop(0)] = None
-        if not positions:
-            del waiting[identity]
-        return False
+        ts, retractions = item.meta[0], self._retractions
+        for index, position in enumerate(positions):
+            retracted_sink, retracted, _ = retractions[position]
+            if retracted_sink == sink and retracted.meta[0] == ts:
+                retractions[position] = None
+                del positions[index]
+                if not positions:
+                    del self.waiting[data]
+                return False
+        return True
 
     def take(self) -> list:
         """The step's retractions that no item cancelled, as `(sink, tombstone, cause)` in the order they came;
         the step starts afresh."""
         taken = [entry for entry in self._retractions if entry is not None]
         self._retractions.clear()
-        self._waiting.clear()
+        self.waiting.clear()
         return taken
 
 

@@ -7,6 +7,8 @@ its sink, unless it makes again an output that the step retracted earlier
 (same sink, event time and payload): then neither is a change. A tombstone
 is a `-` at the end of its step, as the step may yet make its output
 again; a `-` names the late event whose arrival started the retraction.
+On Spark every change of a batch leaves at its end, so an output that a
+batch makes and retracts is not a change either.
 """
 from __future__ import annotations
 
@@ -91,24 +93,10 @@ class StepChanges:
     def add(self, sink: str, item, cause) -> bool:
         """Note that `item` (or a tombstone) reached `sink` while the event `cause` was being delivered; True if
         it is a change now: an item that cancels no retraction of the step."""
-        data = item.data
         if item.tombstone:
-            self.waiting.setdefault(data, []).append(len(self._retractions))
-            self._retractions.append((sink, item, cause))
+            _hold(self._retractions, self.waiting, (sink, item, cause))
             return False
-        positions = self.waiting.get(data)
-        if positions is None:  # most items: the step has retracted nothing with their payload
-            return True
-        ts, retractions = item.meta[0], self._retractions
-        for index, position in enumerate(positions):
-            retracted_sink, retracted, _ = retractions[position]
-            if retracted_sink == sink and retracted.meta[0] == ts:
-                retractions[position] = None
-                del positions[index]
-                if not positions:
-                    del self.waiting[data]
-                return False
-        return True
+        return not _cancel(self._retractions, self.waiting, sink, item)
 
     def take(self) -> list:
         """The step's retractions that no item cancelled, as `(sink, tombstone, cause)` in the order they came;
@@ -120,23 +108,53 @@ class StepChanges:
 
 
 class BatchChanges(StepChanges):
-    """A step whose changes all leave at its end, as a micro-batch's do: `take` gives the items that were changes,
-    in the order they came, then the retractions."""
+    """A step whose changes all leave at its end, as a micro-batch's do. An item that a later tombstone of the step
+    retracts never left, so both are dropped; `take` gives the items left, in the order they came, then the
+    retractions."""
 
     def __init__(self):
         super().__init__()
-        self._added = []
+        self._added = []  # the step's changes that are items, None where a tombstone cancelled one
+        self._adding = {}  # payload encoding -> the positions of its items not cancelled yet
 
     def add(self, sink: str, item, cause) -> bool:
+        if item.tombstone and _cancel(self._added, self._adding, sink, item):
+            return False
         change = super().add(sink, item, cause)
         if change:
-            self._added.append((sink, item, cause))
+            _hold(self._added, self._adding, (sink, item, cause))
         return change
 
     def take(self) -> list:
-        taken = self._added + super().take()
+        taken = [entry for entry in self._added if entry is not None] + super().take()
         self._added = []
+        self._adding.clear()
         return taken
+
+
+def _hold(entries: list, by_payload: dict, entry: tuple):
+    """Append `(sink, item, cause)` to `entries`, its position under its payload's encoding in `by_payload`."""
+    by_payload.setdefault(entry[1].data, []).append(len(entries))
+    entries.append(entry)
+
+
+def _cancel(entries: list, by_payload: dict, sink: str, item) -> bool:
+    """Cancel the earliest entry held (`_hold`) with `item`'s sink, event time and payload, if any: None in its
+    place in `entries`; True if there was one."""
+    data = item.data
+    positions = by_payload.get(data)
+    if positions is None:  # most items: the step holds nothing with their payload
+        return False
+    ts = item.meta[0]
+    for index, position in enumerate(positions):
+        held_sink, held, _ = entries[position]
+        if held_sink == sink and held.meta[0] == ts:
+            entries[position] = None
+            del positions[index]
+            if not positions:
+                del by_payload[data]
+            return True
+    return False
 
 
 class Changelog:

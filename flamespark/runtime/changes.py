@@ -52,11 +52,6 @@ def records(changes: list, sinks) -> dict:
     return by_sink
 
 
-def _identity(sink: str, item) -> tuple:
-    """What a `-` must match of a `+`: sink, event time and payload (as the changelog's reader sees them)."""
-    return sink, item.meta[0], item.data
-
-
 def _record(item, cause) -> dict:
     """The changelog record of an item (a `+`) or a tombstone (a `-`, naming `cause`)."""
     payload = item.payload
@@ -171,27 +166,32 @@ class Changelog:
         self.records = {sink: [] for sink in sinks}
         self.added = 0
         self.retracted = 0
-        # identity -> the latency of its live `+`, or a list of them when there are several. A float is not a
-        # container, so the many identities with one live `+` add nothing to what a garbage collection scans.
-        self._live = {}
+        # Per sink and event time, payload encoding -> the latency of its live `+`, or a list of them when there
+        # are several. A step's results share a few event times, so it works in a few small dicts rather than
+        # all over one large one; and a float is not a container, which a garbage collection would scan.
+        self._live = {sink: {} for sink in sinks}
 
     def add(self, sink: str, item, emitted_at: float):
         """Append the `+` of `item`, which reached `sink` at `emitted_at`."""
-        identity = (sink, item.meta[0], item.data)  # `_identity`, inlined: this runs for every result
         latency = (emitted_at - item.arrival) * 1000.0
-        held = self._live.setdefault(identity, latency)
+        by_time = self._live[sink]
+        ts = item.meta[0]
+        live = by_time.get(ts)
+        if live is None:
+            live = by_time[ts] = {}
+        held = live.setdefault(item.data, latency)
         if held is not latency:
             if type(held) is list:
                 held.append(latency)
             else:
-                self._live[identity] = [held, latency]
+                live[item.data] = [held, latency]
         self.records[sink].append(_record(item, None))
         self.added += 1
 
     def retract(self, sink: str, tombstone, cause):
         """Append the `-` of `tombstone`, which reached `sink` while the event `cause` was being delivered."""
-        identity = _identity(sink, tombstone)
-        held = self._live.pop(identity, None)
+        live = self._live[sink].get(tombstone.meta[0])
+        held = None if live is None else live.pop(tombstone.data, None)
         if held is None:
             raise InternalError(
                 f"internal error: the changelog of sink {sink!r} retracts an output of "
@@ -199,7 +199,7 @@ class Changelog:
             )
         if type(held) is list and len(held) > 1:
             held.pop()
-            self._live[identity] = held
+            live[tombstone.data] = held
         self.records[sink].append(_record(tombstone, cause))
         self.retracted += 1
 
@@ -215,11 +215,12 @@ class Changelog:
         """Hand the changelog to `result`: its records, the latency of every `+` left live (in no particular
         order) and, in `metrics["changes"]`, the counts and percentiles of that speculative latency."""
         latencies = []
-        for held in self._live.values():
-            if type(held) is list:
-                latencies += held
-            else:
-                latencies.append(held)
+        for live in (live for by_time in self._live.values() for live in by_time.values()):
+            for held in live.values():
+                if type(held) is list:
+                    latencies += held
+                else:
+                    latencies.append(held)
         share = self.retracted / self.added if self.added else 0.0
         result.changes = self.records
         result.speculative_latencies_ms = latencies

@@ -196,7 +196,7 @@ class LocalRun:
             self.take_changes()
 
     def take_changes(self):
-        """End the changelog's step: its retractions join the changelog, stamped now."""
+        """End the changelog's step: its retractions join the changelog."""
         self.changelog.extend(self.step.take(), clock.perf_counter())
 
     def punctuate(self):

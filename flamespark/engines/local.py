@@ -196,8 +196,9 @@ class LocalRun:
             self.take_changes()
 
     def take_changes(self):
-        """End the changelog's step: its retractions join the changelog."""
-        self.changelog.extend(self.step.take(), clock.perf_counter())
+        """End the changelog's step: its retractions join the changelog (its items joined as they came)."""
+        for sink, tombstone, cause in self.step.take():
+            self.changelog.retract(sink, tombstone, cause)
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""

@@ -215,12 +215,11 @@ class Changelog:
         """Hand the changelog to `result`: its records, the latency of every `+` left live (in no particular
         order) and, in `metrics["changes"]`, the counts and percentiles of that speculative latency."""
         latencies = []
-        for live in (live for by_time in self._live.values() for live in by_time.values()):
-            for held in live.values():
-                if type(held) is list:
-                    latencies += held
-                else:
-                    latencies.append(held)
+        for held in (held for by_time in self._live.values() for live in by_time.values() for held in live.values()):
+            if type(held) is list:
+                latencies += held
+            else:
+                latencies.append(held)
         share = self.retracted / self.added if self.added else 0.0
         result.changes = self.records
         result.speculative_latencies_ms = latencies

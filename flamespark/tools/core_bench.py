@@ -263,9 +263,10 @@ def table(report: dict) -> str:
                 f"{run['replay_ratio']:.3f} | {_number(latency['p50'], 0)} | {_number(latency['p95'], 0)} | "
                 f"{_number(latency['p99'], 0)} | {run['peak_mb']:.0f} |"
             )
-    before = [entry[mode]["before_run_mb"] for entry in report["paced"] for mode in MODES]
+    before = sorted({round(entry[mode]["before_run_mb"]) for entry in report["paced"] for mode in MODES})
+    held = f"{before[0]}" if len(before) == 1 else f"{before[0]}–{before[-1]}"
     lines += ["", f"Peak memory is the whole process's: before its run started, each paced run's process held "
-                  f"{min(before):.0f}–{max(before):.0f} MB (the interpreter, the libraries and the input)."]
+                  f"{held} MB (the interpreter, the libraries and the input)."]
     running_sum = report["running_sum"]
     lines += ["", f"Running sum in order: {running_sum['events_per_s']:,.0f} events/s "
                   f"({running_sum['released']:,} outputs, peak {running_sum['peak_mb']:.0f} MB)."]

@@ -102,6 +102,16 @@ def test_a_late_event_retracts_what_it_changed_and_is_named():
     assert changes["speculative_latency_ms"]["p50"] >= 0
 
 
+def test_each_late_event_names_its_own_retractions():
+    # Both late events land before 3 on key 0: each retracts the four sums after it, as the one before left them.
+    arrival = [(3, 3), (6, 6), (9, 9), (12, 12), (0, 15), (1, 18)]
+    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True)
+    retracted = [(r["ts"], r["payload"], r["cause"]["position"]) for r in result.changes["sums"] if r["op"] == "-"]
+    assert retracted == [(3, 3, 4), (6, 9, 4), (9, 18, 4), (12, 30, 4),
+                         (3, 18, 5), (6, 24, 5), (9, 33, 5), (12, 45, 5)]
+    assert {r["cause"]["ts"] for r in result.changes["sums"] if r["op"] == "-"} == {0, 1}
+
+
 def test_what_a_step_retracts_and_makes_again_is_not_a_change():
     # The late 0 leaves key 0's sums as they were: nothing to retract, nothing to add again.
     arrival = [(3, 3), (6, 6), (0, 0)]

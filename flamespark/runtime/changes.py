@@ -6,7 +6,8 @@ locally, one micro-batch on Spark), an item is a `+` as soon as it reaches
 its sink, unless it makes again an output that the step retracted earlier
 (same sink, event time and payload): then neither is a change. A tombstone
 is a `-` at the end of its step, as the step may yet make its output
-again; a `-` names the late event whose arrival started the retraction.
+again; a `-` names the late event whose arrival started the retraction
+(the `-` records of one step share the dict that names it).
 On Spark every change of a batch leaves at its end, so an output that a
 batch makes and retracts is not a change either.
 """
@@ -48,19 +49,21 @@ def records(changes: list, sinks) -> dict:
     """Each sink's records of `changes`, as `Result.changes` holds them."""
     by_sink = {sink: [] for sink in sinks}
     for sink, item, cause in changes:
-        by_sink[sink].append(_record(item, cause))
+        by_sink[sink].append(_record(item, _named(cause) if item.tombstone else None))
     return by_sink
 
 
-def _record(item, cause) -> dict:
-    """The changelog record of an item (a `+`) or a tombstone (a `-`, naming `cause`)."""
+def _record(item, cause: dict | None) -> dict:
+    """The changelog record of an item (a `+`, `cause` None) or a tombstone (a `-`, `cause` naming its event)."""
     payload = item.payload
     if payload is None:
         payload = unpack(item.data)  # rows keep bytes only
-    if item.tombstone:
-        return {"op": RETRACT, "ts": item.meta[0], "payload": payload,
-                "cause": {"source": cause[0], "ts": cause[1], "position": cause[2]}}
-    return {"op": ADD, "ts": item.meta[0], "payload": payload, "cause": None}
+    return {"op": RETRACT if item.tombstone else ADD, "ts": item.meta[0], "payload": payload, "cause": cause}
+
+
+def _named(cause: Cause) -> dict:
+    """A `-` record's `cause`."""
+    return {"source": cause[0], "ts": cause[1], "position": cause[2]}
 
 
 class StepChanges:
@@ -170,6 +173,10 @@ class Changelog:
         # are several. A step's results share a few event times, so it works in a few small dicts rather than
         # all over one large one; and a float is not a container, which a garbage collection would scan.
         self._live = {sink: {} for sink in sinks}
+        # The latest cause retracted for and its record's dict, which the `-` records of one step share: a late
+        # event's step retracts thousands of results, and a dict each took 17 MB more at the peak of the
+        # inverted index's changelog run.
+        self._cause = self._cause_named = None
 
     def add(self, sink: str, item, emitted_at: float):
         """Append the `+` of `item`, which reached `sink` at `emitted_at`."""
@@ -200,7 +207,9 @@ class Changelog:
         if type(held) is list and len(held) > 1:
             held.pop()
             live[tombstone.data] = held
-        self.records[sink].append(_record(tombstone, cause))
+        if cause != self._cause:
+            self._cause, self._cause_named = cause, _named(cause)
+        self.records[sink].append(_record(tombstone, self._cause_named))
         self.retracted += 1
 
     def extend(self, changes: list, emitted_at: float):

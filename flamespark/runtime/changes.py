@@ -7,7 +7,7 @@ its sink, unless it makes again an output that the step retracted earlier
 (same sink, event time and payload): then neither is a change. A tombstone
 is a `-` at the end of its step, as the step may yet make its output
 again; a `-` names the late event whose arrival started the retraction
-(the `-` records of one step share the dict that names it).
+(consecutive `-` records naming one event share the dict that names it).
 On Spark every change of a batch leaves at its end, so an output that a
 batch makes and retracts is not a change either.
 """
@@ -173,9 +173,9 @@ class Changelog:
         # are several. A step's results share a few event times, so it works in a few small dicts rather than
         # all over one large one; and a float is not a container, which a garbage collection would scan.
         self._live = {sink: {} for sink in sinks}
-        # The latest cause retracted for and its record's dict, which the `-` records of one step share: a late
-        # event's step retracts thousands of results, and a dict each took 17 MB more at the peak of the
-        # inverted index's changelog run.
+        # The latest cause retracted for and its record's dict, which the `-` records that follow with the same
+        # cause share (locally, all of a step's): a late event's step retracts thousands of results, and a dict
+        # each took 17 MB more at the peak of the inverted index's changelog run.
         self._cause = self._cause_named = None
 
     def add(self, sink: str, item, emitted_at: float):

@@ -2,6 +2,7 @@
 import ast
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,29 @@ def test_a_source_given_twice_and_follow_on_the_local_engine_are_refused(tmp_pat
     assert "argument --input: source 'readings' given twice" in capsys.readouterr().err
     assert main(argv + ["--follow"]) == 1
     assert "flamespark: error: the local engine takes no engine options, got follow" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+def test_rate_paces_the_local_engine(tmp_path):
+    """20 readings offered at 50 a second: the last is due 0.38 s after the first, and with no reorder latency
+    each total but the last waits for the next reading, due 20 ms after its own."""
+    started = time.perf_counter()
+    code, out = run_cli(tmp_path, readings(*[(ts, "a", 1) for ts in range(20)]), "--rate", "50")
+    assert code == 0
+    assert time.perf_counter() - started >= 19 / 50
+    assert json.loads((out / "metrics.json").read_text())["latency_ms"]["p50"] >= 15
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+@pytest.mark.parametrize("option, value, name", [
+    ("--master", "local[2]", "master"), ("--checkpoint", "ck", "checkpoint"),
+    ("--max-rows-per-batch", "3", "max_rows_per_batch"), ("--ingest-partitions", "2", "ingest_partitions"),
+])
+def test_spark_options_on_the_local_engine_are_refused_not_ignored(tmp_path, capsys, command, option, value, name):
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    argv = [command, PIPELINE, "--input", f"readings={events}", "--out", str(tmp_path / "o"), "--engine", "local"]
+    assert main(argv + [option, value]) == 1
+    assert f"the local engine takes no engine options, got {name}" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything is written
 
 

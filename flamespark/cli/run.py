@@ -43,7 +43,9 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
                         help="how far (ms) an event may arrive behind the newest one of its source (default: 0)")
     parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (dead-letter), adjust or fail")
     parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
-                        help="replay JSONL file inputs at this rate (spark engine; default: as fast as possible)")
+                        help="offer the input events at this rate, in events/s over all sources taken in turn, "
+                             "with latency counted from each event's arrival (on Spark, JSONL file inputs; "
+                             "default: as fast as possible)")
     parser.add_argument("--master", metavar="URL", type=spark_master, default=None,
                         help="Spark master URL (default: local[*])")
     parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,

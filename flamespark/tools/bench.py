@@ -27,7 +27,7 @@ from flamespark.runtime.metrics import PERCENTILES, percentiles
 from flamespark.runtime.options import MODES, RunOptions
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
-from flamespark.tools.runner import check_inputs, checkpoint_directory
+from flamespark.tools.runner import check_inputs, checkpoint_directory, spark_options_given
 from flamespark.tools.scaling import scaling_markdown, scaling_runs
 
 
@@ -209,7 +209,10 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     The other options are `flamespark.run`'s; `rate` paces the local engine's
     input too.
     """
-    RunOptions.of(engine, reorder_latency=reorder_latency, late=late)  # flamespark.run's errors, before any work
+    # flamespark.run's errors, before any work
+    RunOptions.of(engine, reorder_latency=reorder_latency, late=late, rate=rate,
+                  **spark_options_given(master=master, checkpoint=checkpoint, max_rows_per_batch=max_rows_per_batch,
+                                        ingest_partitions=ingest_partitions))
     paths = check_inputs(graph, inputs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,12 @@ def changelog_path(out: Path, sink: str) -> Path:
     return out / f"{sink}.changes.jsonl"
 
 
+def spark_options_given(**options) -> dict:
+    """The Spark engine's options a caller set (those not None): on the local engine `RunOptions` refuses them,
+    by name, rather than have them ignored."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def claim_pipeline(checkpoint: Path, pipeline: str):
     """Refuse to resume a checkpoint made with a different pipeline file (the engine checks the rest)."""
     pipeline_path, _, attr = pipeline.rpartition(":") if ":" in pipeline else (pipeline, "", "graph")
@@ -72,13 +78,13 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     graph = load_graph(pipeline)
     paths = check_inputs(graph, inputs)
     out = Path(out)
-    given = {"follow": follow} if follow else {}
+    given = spark_options_given(master=master, checkpoint=checkpoint, max_rows_per_batch=max_rows_per_batch,
+                                ingest_partitions=ingest_partitions, follow=follow or None)
     if engine != "local":
-        given.update(rate=rate, master=master, checkpoint=checkpoint_directory(out, checkpoint),
-                     max_rows_per_batch=max_rows_per_batch, output=out if follow else None, output_format=sink_format,
-                     ingest_partitions=ingest_partitions)
-    options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, changes=changes,
-                            **given)
+        given.update(checkpoint=checkpoint_directory(out, checkpoint), output=out if follow else None,
+                     output_format=sink_format)
+    options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
+                            changes=changes, **given)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
     for sink in graph.sinks:

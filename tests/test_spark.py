@@ -324,6 +324,19 @@ def test_a_paced_run_counts_its_rate_after_the_first_micro_batch(spark):
     assert result.metrics["wall_s"] > after["wall_s"]
 
 
+def test_a_paced_run_offers_its_rate_over_all_inputs_together(spark):
+    """Two inputs of 120 events at 40 events/s in all: each is offered at 20 a second, as the local engine takes
+    sources in turn, so the 119 events of each after the first micro-batch take at least 118 / 20 s (at 40 a
+    second each, 3 s and the last batches)."""
+    rate, count = 40, 120
+    inputs = {"left": [(ts, ts) for ts in range(count)], "right": [(ts, -ts) for ts in range(count)]}
+    result = run_spark(graphs.two_sources(), inputs, spark, rate=rate)
+    assert result.outputs == reference_run(graphs.two_sources(), inputs)
+    after = result.metrics["engine"]["after_first_batch"]
+    assert after["events"] == 2 * (count - 1)
+    assert after["wall_s"] >= (count - 2) / (rate / 2)
+
+
 # --- late events and errors ----------------------------------------------------------------
 
 def test_late_fail_raises_naming_the_event_like_the_local_engine(spark):

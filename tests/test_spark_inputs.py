@@ -92,6 +92,14 @@ def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settin
     assert resumed.metrics["engine"]["batches"] == result.metrics["engine"]["batches"]
 
 
+def test_a_rate_for_a_directory_is_refused_before_the_query_starts(spark, tmp_path):
+    directory = tmp_path / "readings"
+    split_into(directory, arrival_order(10, seed=0), 2, ".jsonl")
+    with pytest.raises(fs.OptionError, match=r"rate paces inputs that are replayed .*'readings' is a directory"):
+        fs.run(running_sum, {"readings": directory}, engine="spark", spark=spark, rate=100, checkpoint=tmp_path / "ck")
+    assert not (tmp_path / "ck").exists()
+
+
 def test_bad_directory_inputs_name_file_and_line(spark, tmp_path):
     def run(directory):
         return fs.run(running_sum, {"readings": directory}, engine="spark", spark=spark, timeout=TIMEOUT)

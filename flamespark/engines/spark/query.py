@@ -108,6 +108,17 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     return prepared
 
 
+def _check_paced(inputs: dict):
+    """Refuse a rate for inputs that are directories: Spark's file source reads their files as they come."""
+    directories = [source for source, given in inputs.items() if is_path(given) and Path(given).is_dir()]
+    if directories:
+        raise errors.OptionError(
+            f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, directories))} "
+            f"{'is a directory' if len(directories) == 1 else 'are directories'}, which Spark's file source reads "
+            f"as its files come: give a JSONL file instead, or no rate"
+        )
+
+
 def _fingerprint(prepared: dict) -> dict:
     return {source: file_digest(how[1]) if how[0] == "replay" else f"{how[2]} files in {how[1]}"
             for source, how in prepared.items()}
@@ -214,6 +225,8 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     check_input_names(graph.sources, inputs)
     mode, reorder_latency, late = options.mode, options.reorder_latency, options.late
     idle_timeout, rate = options.idle_timeout, options.rate
+    if rate is not None:
+        _check_paced(inputs)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         spark = spark or spark_session(master, shards)
@@ -230,7 +243,9 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
-        streams, expected, raw = source_streams(spark, prepared, topology, rate, max_rows_per_batch, replay_ingest)
+        # Each replayed input at its share of the rate, so that all of them together offer `rate` events/s.
+        per_input = rate / len(prepared) if rate else None
+        streams, expected, raw = source_streams(spark, prepared, topology, per_input, max_rows_per_batch, replay_ingest)
         stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=sys.stderr.isatty() if progress is None else progress,

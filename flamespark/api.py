@@ -18,7 +18,8 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     latency counts from each event's arrival. With `changes=True` the result
     also has each sink's changelog: every output as soon as it is computed
     (`+`) and, at the end of the event's step, every retraction (`-`, naming
-    the late event that caused it).
+    the late event that caused it). With `progress` the run keeps a status
+    line on stderr (by default, if stderr is a terminal).
     Every option is checked before the engine starts; a bad one raises
     OptionError, the same on every engine.
 

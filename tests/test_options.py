@@ -28,9 +28,10 @@ BAD_OPTIONS = [
     ({"idle_timeout": "5"}, "idle_timeout must be a positive number of seconds, got '5'"),
     ({"rate": 0}, "rate must be a positive number of events per second, got 0"),
     ({"rate": float("inf")}, "rate must be a positive number of events per second, got inf"),
+    ({"progress": 1}, "progress must be True, False or None (if stderr is a terminal), got 1"),
     ({"reorder_latncy": 5, "sharts": 2}, "unknown option(s) reorder_latncy, sharts; flamespark.run takes engine, "
-                                         "mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes and, on "
-                                         "engine='spark', " + ", ".join(SPARK_OPTIONS)),
+                                         "mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, "
+                                         "progress and, on engine='spark', " + ", ".join(SPARK_OPTIONS)),
 ]
 
 

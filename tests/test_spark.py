@@ -228,9 +228,11 @@ def write_readings(path):
 
 
 def run_to(out, events, engine):
-    """What `flamespark run` does for the CLI tests below (`cli_command`)."""
+    """What `flamespark run` does for the CLI tests below (`cli_command`); the local engine refuses Spark's
+    options."""
+    batches = dict(max_rows_per_batch=PER_BATCH, ingest_partitions=1) if engine == "spark" else {}
     return run_to_directory(str(REPO / PIPELINE), {"readings": events}, out, engine=engine, reorder_latency=LATENCY,
-                            max_rows_per_batch=PER_BATCH, ingest_partitions=1, changes=True)
+                            changes=True, **batches)
 
 
 def read_jsonl(path):

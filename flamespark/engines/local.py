@@ -2,6 +2,7 @@
 import math
 import time as clock
 from bisect import bisect_right
+from contextlib import nullcontext
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
@@ -13,6 +14,7 @@ from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
 from flamespark.runtime.progress import SourceProgress
+from flamespark.runtime.status_line import status_line
 
 
 def interleave(inputs: dict):
@@ -63,6 +65,7 @@ class LocalRun:
         self.progress = SourceProgress(self.sources, options.reorder_latency, options.late)
         self.punctuate_every = options.punctuate_every
         self.rate = options.rate
+        self.shows_progress = options.shows_progress
         self.barrier = Barrier()
         self.step = StepChanges() if options.changes else None
         self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
@@ -109,7 +112,7 @@ class LocalRun:
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
         started = clock.perf_counter()
-        with collections_paused():
+        with collections_paused(), status_line(self.status) if self.shows_progress else nullcontext():
             if self.rate is None:
                 self._run_unpaced(interleave(inputs))
             else:
@@ -251,6 +254,11 @@ class LocalRun:
         last release makes the last outputs, so that the run never holds both."""
         self.states = self.deliver = self._punctuated = self._releasing = None
         self._buffers = []
+
+    def status(self) -> str:
+        """The run's progress, for a status line: it reads counters only."""
+        return (f"{self.events} event(s) applied, {self.barrier.released} result(s) released, "
+                f"{len(self.progress.dead_letters)} late")
 
     def note_buffered(self):
         buffered = len(self.barrier)

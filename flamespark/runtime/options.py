@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 from flamespark.core.errors import OptionError
@@ -10,8 +11,8 @@ from flamespark.runtime.progress import POLICIES
 ENGINES = ("local", "spark")
 MODES = ("optimistic", "buffered")
 # The keyword arguments of flamespark.engines.spark.run_spark (apart from the graph, inputs and these options).
-SPARK_OPTIONS = ("master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "progress",
-                 "follow", "output", "output_format", "ingest_partitions")
+SPARK_OPTIONS = ("master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "follow", "output",
+                 "output_format", "ingest_partitions")
 
 
 def _is_int(value) -> bool:
@@ -35,13 +36,20 @@ class RunOptions:
     idle_timeout: float | None = None
     rate: float | None = None
     changes: bool = False
+    progress: bool | None = None  # a status line on stderr while the run goes on; None: if stderr is a terminal
     engine_options: dict = field(default_factory=dict, hash=False)
 
     @classmethod
     def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1,
-           idle_timeout=None, rate=None, changes=False, **engine_options) -> RunOptions:
+           idle_timeout=None, rate=None, changes=False, progress=None, **engine_options) -> RunOptions:
         """The options of a `flamespark.run(...)` call, checked."""
-        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, engine_options)
+        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, progress,
+                   engine_options)
+
+    @property
+    def shows_progress(self) -> bool:
+        """Whether the run shows its progress: as asked, else if stderr is a terminal."""
+        return sys.stderr.isatty() if self.progress is None else self.progress
 
     def __post_init__(self):
         self._check_values()
@@ -66,14 +74,16 @@ class RunOptions:
             raise OptionError(f"rate must be a positive number of events per second, got {rate!r}")
         if not isinstance(self.changes, bool):
             raise OptionError(f"changes must be True or False, got {self.changes!r}")
+        if not (self.progress is None or isinstance(self.progress, bool)):
+            raise OptionError(f"progress must be True, False or None (if stderr is a terminal), got {self.progress!r}")
         partitions = self.engine_options.get("ingest_partitions")
         if partitions is not None and (not _is_int(partitions) or partitions < 1):
             raise OptionError(f"ingest_partitions must be a positive integer, got {partitions!r}")
         unknown = [name for name in self.engine_options if name not in SPARK_OPTIONS]
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)}; flamespark.run takes engine, mode, "
-                              f"reorder_latency, late, punctuate_every, idle_timeout, rate, changes and, on engine='spark', "
-                              f"{', '.join(SPARK_OPTIONS)}")
+                              f"reorder_latency, late, punctuate_every, idle_timeout, rate, changes, progress and, "
+                              f"on engine='spark', {', '.join(SPARK_OPTIONS)}")
 
     def _check_engine(self):
         if self.engine == "local":

@@ -95,7 +95,7 @@ def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int,
     before_mb = _peak_mb()
     started = time.perf_counter()
     result = run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate,
-                 changes=changes)
+                 changes=changes, progress=False)
     wall_s = time.perf_counter() - started
     metrics = result.metrics
     return {
@@ -130,7 +130,7 @@ def _run_sum(pipeline: Path, readings: int) -> dict:
     events = [(reading["ts"], reading) for reading in module.readings(readings)]
     _load_engine()
     started = time.perf_counter()
-    result = run(module.graph, {"readings": events})
+    result = run(module.graph, {"readings": events}, progress=False)
     wall_s = time.perf_counter() - started
     return {"wall_s": wall_s, "events_per_s": readings / wall_s, "released": result.metrics["released"],
             "peak_mb": _peak_mb()}

@@ -197,7 +197,7 @@ def build_query(streams: dict, raw: list, topology, reorder_latency, late, expec
 
 
 def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, spark=None, shards=None,
-              timeout=None, max_rows_per_batch=None, progress=None, follow=False, output=None, output_format="jsonl",
+              timeout=None, max_rows_per_batch=None, follow=False, output=None, output_format="jsonl",
               ingest_partitions=None):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
@@ -248,7 +248,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         streams, expected, raw = source_streams(spark, prepared, topology, per_input, max_rows_per_batch, replay_ingest)
         stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes)
         collector = BatchCollector(workdir / "parts", graph.sinks,
-                                   progress=sys.stderr.isatty() if progress is None else progress,
+                                   progress=options.shows_progress,
                                    output=output, output_format=output_format)
         started = time.perf_counter()
         writer = stream.writeStream.foreachBatch(collector)

@@ -92,11 +92,14 @@ def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settin
     assert resumed.metrics["engine"]["batches"] == result.metrics["engine"]["batches"]
 
 
-def test_a_rate_for_a_directory_is_refused_before_the_query_starts(spark, tmp_path):
+def test_a_rate_for_a_directory_and_follow_without_one_are_refused_before_the_query_starts(spark, tmp_path):
     directory = tmp_path / "readings"
     split_into(directory, arrival_order(10, seed=0), 2, ".jsonl")
     with pytest.raises(fs.OptionError, match=r"rate paces inputs that are replayed .*'readings' is a directory"):
         fs.run(running_sum, {"readings": directory}, engine="spark", spark=spark, rate=100, checkpoint=tmp_path / "ck")
+    events = [(event["ts"], event) for event in arrival_order(10, seed=0)]
+    with pytest.raises(fs.OptionError, match=r"follow watches input directories .* no input \('readings'\) is a "):
+        fs.run(running_sum, {"readings": events}, engine="spark", spark=spark, follow=True, checkpoint=tmp_path / "ck")
     assert not (tmp_path / "ck").exists()
 
 

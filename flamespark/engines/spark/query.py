@@ -108,14 +108,20 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     return prepared
 
 
-def _check_paced(inputs: dict):
-    """Refuse a rate for inputs that are directories: Spark's file source reads their files as they come."""
+def _check_inputs_allow(inputs: dict, rate, follow: bool):
+    """Refuse a rate for inputs that are directories (Spark's file source reads their files as they come), and
+    `follow` where no input is a directory (it would have nothing to watch, and the run would never end)."""
     directories = [source for source, given in inputs.items() if is_path(given) and Path(given).is_dir()]
-    if directories:
+    if rate is not None and directories:
         raise errors.OptionError(
             f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, directories))} "
             f"{'is a directory' if len(directories) == 1 else 'are directories'}, which Spark's file source reads "
             f"as its files come: give a JSONL file instead, or no rate"
+        )
+    if follow and not directories:
+        raise errors.OptionError(
+            f"follow watches input directories for new files, and no input ({', '.join(map(repr, inputs))}) is a "
+            f"directory: without follow, the run ends after its inputs"
         )
 
 
@@ -225,8 +231,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     check_input_names(graph.sources, inputs)
     mode, reorder_latency, late = options.mode, options.reorder_latency, options.late
     idle_timeout, rate = options.idle_timeout, options.rate
-    if rate is not None:
-        _check_paced(inputs)
+    _check_inputs_allow(inputs, rate, follow)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         spark = spark or spark_session(master, shards)

@@ -23,13 +23,14 @@ def status_line(status, stream=None, interval_s: float | None = None):
     stream = sys.stderr if stream is None else stream
     interval_s = INTERVAL_S if interval_s is None else interval_s
     stop = threading.Event()
-    shown = []
+    shown = False
 
     def show():
+        nonlocal shown
         while not stop.wait(interval_s):
             stream.write(f"\r{status()}   ")
             stream.flush()
-            shown.append(True)
+            shown = True
 
     thread = threading.Thread(target=show, name="flamespark-status", daemon=True)
     thread.start()

@@ -83,6 +83,11 @@ def _replay_stream(spark, source, path, rate, max_rows, keys, ingest=None):
     return reader.load()
 
 
+def _is_directory(given) -> bool:
+    """Whether an input is a directory, which Spark's file source reads."""
+    return is_path(given) and Path(given).is_dir()
+
+
 def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     """What each source reads: `("files", dir, format, count)` or `("replay", file written under directory)`.
 
@@ -95,7 +100,7 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     prepared = {}
     for index, source in enumerate(graph.sources):
         given = inputs[source]
-        if is_path(given) and Path(given).is_dir():
+        if _is_directory(given):
             fmt = directory_format(source, given)
             count = None if follow else count_events(given, fmt)
             if count != 0:
@@ -111,7 +116,7 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
 def _check_inputs_allow(inputs: dict, rate, follow: bool):
     """Refuse a rate for inputs that are directories (Spark's file source reads their files as they come), and
     `follow` where no input is a directory (it would have nothing to watch, and the run would never end)."""
-    directories = [source for source, given in inputs.items() if is_path(given) and Path(given).is_dir()]
+    directories = [source for source, given in inputs.items() if _is_directory(given)]
     if rate is not None and directories:
         raise errors.OptionError(
             f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, directories))} "

@@ -51,6 +51,17 @@ class Topology:
         barrier_stage = self.stages + 1 if mode == "buffered" else max(self.stages, 1)
         self.stage_of.update((sink, barrier_stage) for sink in self.plan.sinks)
 
+    def __getstate__(self):
+        # `route` is a closure over the plan's wiring, which may be compiled code that cannot be pickled: every
+        # process that unpickles the topology wires its own.
+        state = self.__dict__.copy()
+        del state["route"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.route = self.plan.router()
+
     def _behind_buffer(self, parents) -> bool:
         return len(parents) == 1 and isinstance(self.plan.operators.get(parents[0]), BufferSort)
 

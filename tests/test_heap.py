@@ -88,3 +88,25 @@ def test_the_wired_functions_free_what_they_hold_without_a_collection():
         assert held() is None  # freed by reference counting: no cycle among the wiring's closures
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("changes", [False, True])
+def test_a_run_leaves_nothing_for_a_collection_to_free(changes):
+    graph = fs.Graph("g")
+    words = graph.source("s").flat_map(lambda text: text.split(), name="split")
+    counted = words.stateful(key=lambda word: word, update=lambda n, word: ((n or 0) + 1, [[word, (n or 0) + 1]]))
+    firsts, others = counted.branch(lambda pair: pair[1] == 1)
+    firsts.union(others.filter(lambda pair: pair[1] > 2).map(lambda pair: pair[0])).sink("out")
+    events = [(3, "a b"), (1, "b c"), (2, "a a c"), (5, "c")]
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = fs.run(graph, {"s": events}, reorder_latency=5, changes=changes)
+        assert result.outputs["out"]
+        del result
+        gc.collect()
+        left = {type(o).__name__ for o in gc.garbage} & {"Item", "Meta", "Step", "StateLog", "LocalRun"}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == set()  # reference counting freed the run: none of it waited in a reference cycle

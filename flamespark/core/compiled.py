@@ -24,7 +24,7 @@ def _compiled_files(root: Path):
     for package in PACKAGES:
         for folder, _, files in os.walk(root / package):
             for name in files:
-                if name.endswith(_SUFFIXES) and not name.startswith("."):
+                if name.endswith(_SUFFIXES):
                     stem = name.split(".", 1)[0]
                     source = Path(folder, stem + ".py")
                     if source.exists():

@@ -5,7 +5,6 @@ optimistically, retracts what late events invalidate, and releases exactly what
 an in-order run would give.
 """
 from flamespark.api import run
-from flamespark.core.compiled import warn_if_stale
 from flamespark.core.errors import (
     FlameSparkError,
     GraphError,
@@ -34,5 +33,3 @@ __all__ = [
     "run",
 ]
 __version__ = "0.1.0"
-
-warn_if_stale()

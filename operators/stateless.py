@@ -6,8 +6,6 @@ operator and item. A tombstone goes through the same function as the item
 it cancels, so it yields tombstones for exactly the derivatives that item
 produced.
 """
-from functools import partial
-
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.base import Operator
 
@@ -42,10 +40,8 @@ class FlatMapOperator(Operator):
         self.fn = fn
 
     def inline(self, send):
-        # The outputs are listed inside the guarded call, so that an error raised while they are made names the
-        # operator. A partial, not a lambda: compiled, a lambda here would share `run`'s closure, which holds
-        # `fn`, a reference cycle that would keep everything downstream alive after the run.
-        fn, name = self.guarded("flat_map", partial(_listed, self.fn)), self.name
+        user_fn, name = self.fn, self.name
+        fn = self.guarded("flat_map", lambda payload: list(user_fn(payload)))
 
         def run(item):
             payloads = fn(item)
@@ -55,10 +51,6 @@ class FlatMapOperator(Operator):
                 send(Item(meta, payload, encode(payload, name, meta), tombstone, arrival))
 
         return run
-
-
-def _listed(fn, payload) -> list:
-    return list(fn(payload))
 
 
 class FilterOperator(Operator):

@@ -35,7 +35,6 @@ from pathlib import Path
 
 from flamespark.api import run
 from flamespark.core.codec import pack
-from flamespark.core.compiled import compiled_modules
 from flamespark.core.errors import InputError
 from flamespark.io.inputs import read_input
 from flamespark.runtime.options import MODES
@@ -155,7 +154,6 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
     report = {
         "documents": in_order["engine"]["documents"],
         "reorder_latency_ms": reorder_latency,
-        "compiled_modules": compiled_modules(),
         "in_order": in_order,
         "paced": [],
     }
@@ -237,19 +235,12 @@ def _number(value, digits=1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def _core(compiled: list) -> str:
-    if not compiled:
-        return "the core runs as plain Python"
-    return f"the core runs compiled ({len(compiled)} modules, see setup.py)"
-
-
 def table(report: dict) -> str:
     """The report as Markdown tables."""
     in_order = report["in_order"]
     engine, plain = in_order["engine"], in_order["plain"]
     lines = [
-        f"Inverted index, {report['documents']} documents, reorder latency {report['reorder_latency_ms']} ms; "
-        f"{_core(report['compiled_modules'])}.",
+        f"Inverted index, {report['documents']} documents, reorder latency {report['reorder_latency_ms']} ms.",
         "",
         "| in order | wall (s) | peak memory (MB) | of which before the run |",
         "|---|---:|---:|---:|",

@@ -52,8 +52,8 @@ class Topology:
         self.stage_of.update((sink, barrier_stage) for sink in self.plan.sinks)
 
     def __getstate__(self):
-        # `route` is a closure over the plan's wiring, which may be compiled code that cannot be pickled: every
-        # process that unpickles the topology wires its own.
+        # `route` is a closure over the whole wiring of the plan's operators, which pickling would copy by value
+        # into every task: the topology travels as its plan, and every process that unpickles it wires its own.
         state = self.__dict__.copy()
         del state["route"]
         return state

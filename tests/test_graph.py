@@ -3,7 +3,6 @@ import networkx as nx
 import pytest
 
 import flamespark as fs
-from flamespark.graph import validate_logical
 from tests import graphs
 
 
@@ -85,18 +84,14 @@ def test_graph_without_sink_or_source_is_rejected():
         g.validate()
 
 
-def test_cycle_without_grouping_is_rejected():
-    logical = nx.DiGraph()
-    logical.add_node("src", kind="source", operator="src")
-    logical.add_node("m1", kind="map", operator="m1")
-    logical.add_node("m2", kind="map", operator="m2")
-    logical.add_node("out", kind="sink", operator="out")
-    logical.add_edges_from([("src", "m1"), ("m1", "m2"), ("m2", "m1"), ("m2", "out")])
-    with pytest.raises(fs.GraphError, match="does not pass through a grouping"):
-        validate_logical(logical)
-    logical.nodes["m2"]["kind"] = "group_by"
-    validate_logical(logical)
-
+@pytest.mark.parametrize("build", [graphs.running_sum, graphs.chained_stateful, graphs.fanout_collector,
+                                   graphs.two_sources, graphs.sharded_collectors])
+def test_the_only_cycles_are_the_stateful_feedback_through_a_grouping(build):
+    logical = build().to_networkx()
+    cycles = list(nx.simple_cycles(logical))
+    assert cycles  # each of these graphs has a stateful operator
+    for cycle in cycles:
+        assert len(cycle) == 2 and any(logical.nodes[name]["kind"] == "group_by" for name in cycle)
 
 def test_union_rejects_foreign_streams():
     a = fs.Graph("a").source("x")

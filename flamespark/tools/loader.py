@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 from flamespark.core.errors import InputError
+from flamespark.engines.by_value import ship_by_value
 from flamespark.graph import Graph
 
 
@@ -21,7 +22,7 @@ def load_module(path):
         module_spec.loader.exec_module(module)
     finally:
         sys.path.pop(0)
-    _pickle_by_value(module)
+    ship_by_value(module)  # Spark's workers cannot import it by its name
     return module
 
 
@@ -37,11 +38,3 @@ def load_graph(spec: str) -> Graph:
         raise InputError(f"{path_text} has no flamespark.Graph named {attr!r}")
     return graph
 
-
-def _pickle_by_value(module):
-    """Spark's workers cannot import a module loaded from a path: ship its functions by value."""
-    try:
-        from pyspark import cloudpickle
-    except ImportError:
-        return
-    cloudpickle.register_pickle_by_value(module)

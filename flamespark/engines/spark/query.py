@@ -9,6 +9,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from flamespark.core import errors
+from flamespark.engines.by_value import register_noted
 from flamespark.engines.spark.collector import BatchCollector, assemble
 from flamespark.engines.spark.processors import (
     STATE_LAYOUT,
@@ -244,6 +245,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing.
         prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
         partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
+        register_noted()
         topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,

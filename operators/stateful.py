@@ -1,5 +1,5 @@
 """The stateful operator: `update(state, payload) -> (new_state, outputs)` per key, in meta order (paper §V-C)."""
-from flamespark.core.codec import pack
+from flamespark.core.codec import pack, unpack
 from flamespark.core.errors import FlameSparkError, UserFunctionError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.keyed import KeyedOperator
@@ -59,7 +59,11 @@ class StatefulLoop(KeyedOperator):
         if previous is None:
             state, base, arrival = None, NO_STATE, item.arrival
         else:
-            state, base = previous.state, previous.state_data
+            base = previous.state_data
+            try:
+                state = previous.state
+            except AttributeError:  # a step before its log's last keeps its state encoded only
+                state = unpack(base)
             arrival = previous.arrival if previous.arrival > item.arrival else item.arrival
         try:
             result = self.update(state, item.payload)

@@ -3,11 +3,13 @@
 The paper builds a stateful operator from a window-2 grouping, a combine map
 and a feedback edge. `StateLog` keeps the same history in the form the work
 needs: per applied item a `Step` with the state it started from, the state
-after it and the outputs it made. An in-order item is one `update` call and
-an append; a late item or a tombstone re-runs `update` from its place on,
-retracting exactly the outputs that change (an output equal to the old one at
-its place stays), and stops at the first step whose incoming state comes out
-as it was.
+after it and the outputs it made. States are kept encoded; only the last
+step keeps its state decoded too, for the next item in order to start from
+(a re-run decodes the state it starts from). An in-order item is one
+`update` call and an append; a late item or a tombstone re-runs `update`
+from its place on, retracting exactly the outputs that change (an output
+equal to the old one at its place stays), and stops at the first step whose
+incoming state comes out as it was.
 
 A tombstone's re-run waits (the log is `dirty`) until the log's next change
 or its `flush`: a replacement of the removed item, which a re-run upstream
@@ -118,7 +120,15 @@ class StateLog:
             return []
         steps = self.steps
         if self.dirty is None and (not steps or steps[-1].meta < meta):
-            step = run(item, steps[-1] if steps else self.base)
+            if not steps:
+                step = run(item, self.base)
+            else:
+                last = steps[-1]
+                step = run(item, last)
+                try:
+                    del last.state  # the next step starts from `step`: a re-run from `last` decodes `state_data`
+                except AttributeError:  # deleted before: `last` is last again since the step after it was removed
+                    pass
             steps.append(step)
             return step.outputs
         position = self._find(meta, data)
@@ -208,12 +218,22 @@ class StateLog:
         if cut:
             last = steps[cut - 1]
             # A key back at a new key's state (a collector that emitted) keeps nothing, so its store can drop it.
-            self.base = None if last.state_data == NO_STATE else Step(
-                None, None, None, last.state, last.state_data, last.arrival, ())
+            self.base = None if last.state_data == NO_STATE else _base_after(last)
             del steps[:cut]
         if not self.pending:
             return 0
         return sum(count for (meta, _), count in self.pending.items() if meta.ts <= time)
+
+
+def _base_after(step) -> Step:
+    """What a log keeps of `step`, the last step a punctuation forgot: the state it left, decoded only if `step`
+    had it decoded."""
+    base = Step(None, None, None, None, step.state_data, step.arrival, ())
+    try:
+        base.state = step.state
+    except AttributeError:
+        del base.state
+    return base
 
 
 def _keep_unchanged_outputs(old: list, new: list, out: list):

@@ -33,7 +33,8 @@ from operators.statelog import NO_STATE, NondeterministicUpdate, StateLog, Step,
 
 
 def _decoded(slot, decode):
-    """A property that reads the base class's `slot`, filled with `decode(step)` when first read."""
+    """A property that reads the base class's `slot`, filled with `decode(step)` when first read; deleting it
+    empties the slot again."""
 
     def read(step):
         try:
@@ -43,7 +44,7 @@ def _decoded(slot, decode):
             slot.__set__(step, value)
             return value
 
-    return property(read)
+    return property(read, None, slot.__delete__)
 
 
 def _stored_item(step) -> Item:

@@ -250,3 +250,21 @@ def test_sorter_snapshot_is_the_drain_order_and_removes_nothing(keys, cut, huffm
     assert [value for _, value in snapshot] == twin.flush(math.inf)
     assert [keys[value] for _, value in snapshot] == [key for key, _ in snapshot]
     assert [value for _, value in snapshot] == sorter.flush(math.inf)
+
+
+def test_a_log_keeps_only_its_last_state_decoded_and_reruns_from_an_encoded_one():
+    def collect(held, value):  # a list state, as the inverted index's collectors keep
+        return (held or []) + [value], [sum((held or []) + [value])]
+
+    operator = StatefulLoop("sums", key=lambda v: 0, update=collect)
+    log = operator.new_bucket()
+    for ts in (1, 3, 5):
+        operator.apply(log, item(ts, ts))
+    assert [hasattr(step, "state") for step in log.steps] == [False, False, True]
+    removed = operator.apply(log, tombstone_of(log.steps[-1].item)) + operator.finish(log)
+    assert [(output.tombstone, output.payload) for output in removed] == [(True, 9)]
+    assert [hasattr(step, "state") for step in log.steps] == [False, False]  # the step at 3 is last, encoded
+    assert [output.payload for output in operator.apply(log, item(6, 6))] == [10]
+    made = operator.apply(log, item(4, 4))  # re-runs from the step at 3, whose state it decodes
+    assert [(output.tombstone, output.payload) for output in made] == [(False, 8), (True, 10), (False, 14)]
+    assert log.steps[-1].state == [1, 3, 4, 6]

@@ -62,6 +62,20 @@ def test_a_run_with_time_to_spare_cancels_tombstones_while_it_waits(monkeypatch)
     assert result.metrics["tombstones"] > 0
 
 
+def test_a_turn_cancels_the_tombstones_it_made_with_their_items_before_their_punctuation():
+    """With no time to spare the turn itself settles them: the barrier does not hold the retracted items."""
+    graph = graphs.running_sum()
+    run = LocalRun(graph, RunOptions.of(reorder_latency=1000, rate=200))
+    events = [(10, 3), (30, 9), (20, 6)]  # one key; 20 is late: the total at 30 is retracted and made again
+    for ts, value in events:
+        run._apply_waiting([("numbers", ts, value, 0.0)])
+    held = [item for _, (_, item) in run.barrier.state.held.snapshot()]
+    assert [(item.meta.ts, item.payload) for item in held] == [(10, 3), (20, 9), (30, 18)]
+    result = _turns(run, [], [])
+    assert result.metrics["tombstones"] == 1
+    assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
+
+
 def _turns(run: LocalRun, groups: list, behind: list):
     """Hand `run` its events in `groups`, one turn each (behind or not), punctuating after each, then end."""
     for group, late in zip(groups, behind):

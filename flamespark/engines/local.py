@@ -48,10 +48,12 @@ class LocalRun:
     in order (what it held back replays nothing), while their results are
     released no later; with time to spare, what it held back is computed
     early again. After each event, every boundary operator does the work it
-    left waiting (`flush`), so a step ends with the operators settled. While
-    a paced run waits for the next arrival, and only until it is due, the
-    barrier cancels the tombstones that met their items (`Barrier.settle`),
-    which punctuations, the last above all, then need not.
+    left waiting (`flush`), so a step ends with the operators settled. A
+    paced run has the barrier cancel the tombstones that met their items
+    (`Barrier.settle`) after each turn's events, and again while it waits
+    for the next arrival (only until it is due), so that the pairs are not
+    held until their punctuation and punctuations, the last above all, need
+    not cancel them.
 
     With `changes`, what reaches the sinks is also kept as a changelog: an
     item as it arrives, a tombstone at the end of its step (an event applied,
@@ -157,6 +159,7 @@ class LocalRun:
         if waiting:
             self.apply(waiting, behind=len(waiting) + len(self.admitted) > 1)
             waiting.clear()
+            self.barrier.settle()  # not to hold the retracted items until their punctuation
             self.punctuate()
 
     def _apply_held_back(self, until: float):

@@ -13,6 +13,7 @@ from flamespark.core.errors import GraphError
 if TYPE_CHECKING:
     import networkx as nx
 
+
 @dataclass
 class Node:
     """One logical operator: its name, kind, inputs and parameters."""

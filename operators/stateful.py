@@ -62,7 +62,7 @@ class StatefulLoop(KeyedOperator):
             base = previous.state_data
             try:
                 state = previous.state
-            except AttributeError:  # a step before its log's last keeps its state encoded only
+            except AttributeError:  # an item appended after `previous` dropped its decoded state
                 state = unpack(base)
             arrival = previous.arrival if previous.arrival > item.arrival else item.arrival
         try:

@@ -3,13 +3,14 @@
 The paper builds a stateful operator from a window-2 grouping, a combine map
 and a feedback edge. `StateLog` keeps the same history in the form the work
 needs: per applied item a `Step` with the state it started from, the state
-after it and the outputs it made. States are kept encoded; only the last
-step keeps its state decoded too, for the next item in order to start from
-(a re-run decodes the state it starts from). An in-order item is one
-`update` call and an append; a late item or a tombstone re-runs `update`
-from its place on, retracting exactly the outputs that change (an output
-equal to the old one at its place stays), and stops at the first step whose
-incoming state comes out as it was.
+after it and the outputs it made. States are kept encoded, and decoded as
+well where a step was made: an item appended in order drops the decoded
+state of the step before it, which only a re-run from there would read
+(and decodes again). An in-order item is one `update` call and an append;
+a late item or a tombstone re-runs `update` from its place on, retracting
+exactly the outputs that change (an output equal to the old one at its
+place stays), and stops at the first step whose incoming state comes out as
+it was.
 
 A tombstone's re-run waits (the log is `dirty`) until the log's next change
 or its `flush`: a replacement of the removed item, which a re-run upstream

@@ -93,6 +93,7 @@ def test_the_only_cycles_are_the_stateful_feedback_through_a_grouping(build):
     for cycle in cycles:
         assert len(cycle) == 2 and any(logical.nodes[name]["kind"] == "group_by" for name in cycle)
 
+
 def test_union_rejects_foreign_streams():
     a = fs.Graph("a").source("x")
     b = fs.Graph("b").source("y")

@@ -252,7 +252,7 @@ def test_sorter_snapshot_is_the_drain_order_and_removes_nothing(keys, cut, huffm
     assert [value for _, value in snapshot] == sorter.flush(math.inf)
 
 
-def test_a_log_keeps_only_its_last_state_decoded_and_reruns_from_an_encoded_one():
+def test_an_item_appended_in_order_drops_the_decoded_state_before_it_and_a_rerun_decodes_it():
     def collect(held, value):  # a list state, as the inverted index's collectors keep
         return (held or []) + [value], [sum((held or []) + [value])]
 

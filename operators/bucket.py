@@ -43,6 +43,13 @@ class Bucket:
             times += [meta.ts for meta, data in self._counts if (meta, data) not in self._items]
         return max(times, default=None)
 
+    @property
+    def forgets_from(self):
+        """The earliest punctuation at which `collect` would forget an item (the one `window - 1` items before
+        it stay), or None if it holds too few."""
+        order = self._order
+        return order[self.window - 1][0].ts if len(order) >= self.window else None
+
     def items(self) -> list:
         """The visible items in meta order."""
         return [self._items[identity] for identity in self._order]

@@ -88,7 +88,10 @@ class KeyedOperator(BoundaryOperator):
         out = self.apply(bucket, item)
         if bucket.dirty is not None:
             state.defer(key_data)
-        self._store(state, key_data, bucket)
+        if bucket.empty:  # `_store`, inlined: this runs for every item
+            state.delete(key_data)
+        else:
+            state.put(key_data, bucket)
         return out
 
     def flush(self, state) -> list:

@@ -112,6 +112,11 @@ class StateLog:
         times += [meta.ts for meta, _ in self.pending]
         return max(times)
 
+    @property
+    def forgets_from(self):
+        """The earliest punctuation at which `collect` would forget a step, or None if there is no step."""
+        return self.steps[0].meta.ts if self.steps else None
+
     def add(self, item, run) -> list:
         """Returns what the change makes; the list may be the log's own, which callers must not change."""
         if item.tombstone:

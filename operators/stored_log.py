@@ -174,6 +174,11 @@ class StoredLog(StateLog):
             return latest
         return self.packed.times[-1] if latest is None or latest < self.packed.times[-1] else latest
 
+    @property
+    def forgets_from(self):
+        times = self.packed.times
+        return times[0] if times else super().forgets_from
+
     def add(self, item, run) -> list:
         times = self.packed.times
         if times and times[-1] >= item.meta[0]:

@@ -186,6 +186,29 @@ def test_a_punctuation_deletes_a_stateful_key_whose_state_is_back_to_none():
         pack([6, 8]), pack([1, 3])]
 
 
+def test_a_frequent_key_is_collected_halfway_to_its_latest_item_and_a_rare_one_at_its_item():
+    operator = StatefulLoop("count", key=lambda v: v, update=lambda n, v: ((n or 0) + 1, []))
+    state = DictState(sweep_spacing=1)
+    run(operator, state, [0, *[item(ts, "often") for ts in range(1, 101)], item(90, "once"), 50])
+    assert [len(state.get(pack(key)).steps) for key in ("often", "once")] == [50, 1]
+    run(operator, state, [74])  # "often" is due halfway from 50 to 100, "once" at 90
+    assert [len(state.get(pack(key)).steps) for key in ("often", "once")] == [50, 1]
+    run(operator, state, [75])
+    assert [len(state.get(pack(key)).steps) for key in ("often", "once")] == [25, 1]
+    run(operator, state, [90])  # "often" was due at 87, halfway from 75
+    assert len(state.get(pack("often")).steps) == 10 and not state.get(pack("once")).steps
+
+
+def test_a_grouping_key_is_due_once_its_first_item_can_go():
+    grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
+    state = DictState(sweep_spacing=1)
+    run(grouping, state, [0, item(10, "a"), item(20, "b"), item(30, "c"), 5])
+    run(grouping, state, [29])  # halfway from 5 to 30 is 17, but "a" can go only once "c" is in: at 30
+    assert len(state.get(pack(0)).items()) == 3
+    run(grouping, state, [30])
+    assert [i.payload for i in state.get(pack(0)).items()] == ["b", "c"]
+
+
 def test_a_tombstone_waiting_for_its_item_survives_a_sweep():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=1)
     state = DictState(sweep_spacing=1)

@@ -9,7 +9,7 @@ from flamespark.core.items import Item, Meta
 
 
 class BarrierState:
-    """What a barrier holds: its `(sink, item)` entries sorted by event time, its horizon and counters.
+    """What a barrier holds: its items (each knowing its `sink`) sorted by event time, its horizon and counters.
 
     `dump()` gives msgpack-able lists without changing the state, and
     `load()` inverts it, for engines that keep the barrier in a state store.
@@ -26,8 +26,8 @@ class BarrierState:
 
     def dump(self) -> list:
         held = [
-            [sink, item.meta.dump(), item.data, item.tombstone, item.arrival]
-            for _, (sink, item) in self.held.snapshot()
+            [item.sink, item.meta.dump(), item.data, item.tombstone, item.arrival]
+            for _, item in self.held.snapshot()
         ]
         return [self.horizon, self.arrived, self.tombstones, self.released, held]
 
@@ -42,17 +42,19 @@ class BarrierState:
         """Hold again entries of `dump()`'s held list, which were counted when they arrived."""
         for sink, meta, data, tombstone, arrival in entries:
             meta = Meta.load(meta)
-            self.held.push(meta.ts, (sink, Item(meta, None, data, tombstone, arrival)))
+            self.held.push(meta.ts, Item(meta, None, data, tombstone, arrival, sink))
 
 
 class Barrier:
     """Holds sink items and tombstones until a punctuation proves them final.
 
     Tombstones cancel items by count (same sink, meta and payload), whichever
-    of the two comes first. `punctuate(T)` releases, in meta order, every
-    surviving item with `ts <= T` as `(sink, item)` pairs; engines release its
-    payload as it was made, which `item.data` encodes (an item held again
-    from a dump has only its data). A tombstone left without its item is an
+    of the two comes first. `push(sink, item)` notes the sink on the item
+    (on a copy, if the item was pushed for another sink before);
+    `punctuate(T)` releases, in meta order, every surviving item with
+    `ts <= T`, whose `sink` says where it goes; engines release its payload
+    as it was made, which `item.data` encodes (an item held again from a
+    dump has only its data). A tombstone left without its item is an
     internal error.
 
     Everything it holds is in `state`, which the engine hands it (a new one
@@ -101,13 +103,16 @@ class Barrier:
                 f"barrier after punctuation {state.horizon} had released its time"
             )
         state.arrived += 1
-        entry = (sink, item)
+        if item.sink is None:
+            item.sink = sink
+        elif item.sink != sink:  # one stream into several sinks: the same item object reaches each
+            item = Item(item.meta, item.payload, item.data, item.tombstone, item.arrival, sink)
         if item.tombstone:
             state.tombstones += 1
             if self._fresh is not None:
-                self._fresh.append(entry)
+                self._fresh.append(item)
                 self._count_loose(1)
-        state.held.push(item.meta.ts, entry)
+        state.held.push(item.meta.ts, item)
 
     def _count_loose(self, change: int):
         if self._loose is not None:
@@ -131,12 +136,12 @@ class Barrier:
         horizon = self.state.horizon
         by_time = {}
         later = []
-        for entry in self._fresh:
-            ts = entry[1].meta.ts
+        for tombstone in self._fresh:
+            ts = tombstone.meta.ts
             if ts > until:
-                later.append(entry)
+                later.append(tombstone)
             elif ts > horizon:  # else its punctuation has come
-                by_time.setdefault(ts, []).append(entry)
+                by_time.setdefault(ts, []).append(tombstone)
         self._fresh = later
         out_of_time = False
         for ts, tombstones in by_time.items():
@@ -168,8 +173,8 @@ class Barrier:
         if not settled.meets_a_copy(held[settled.seen:]):
             return False
         for sink, meta, data, arrival in settled.pairs:
-            self.state.held.push(ts, (sink, Item(meta, None, data, False, arrival)))
-            self.state.held.push(ts, (sink, Item(meta, None, data, True, arrival)))
+            self.state.held.push(ts, Item(meta, None, data, False, arrival, sink))
+            self.state.held.push(ts, Item(meta, None, data, True, arrival, sink))
         self._count_loose(len(settled.pairs))
         self._settled_size -= 2 * len(settled.pairs)
         settled.pairs = []
@@ -194,12 +199,12 @@ class Barrier:
         state.horizon = time
         released = state.held.flush(time)
         if self._loose is None:
-            for _, item in released:
+            for item in released:
                 if item.tombstone:
                     released = _cancel(released)
                     break
         elif self._loose:
-            loose = sum(item.tombstone for _, item in released)
+            loose = sum(item.tombstone for item in released)
             if loose:
                 self._loose -= loose
                 released = _cancel(released)
@@ -222,14 +227,14 @@ class Settled:
 
     def add(self, gone: list):
         """Note the items among `gone`, the entries settled."""
-        items = [(sink, item.meta, item.data, item.arrival) for sink, item in gone if not item.tombstone]
+        items = [(item.sink, item.meta, item.data, item.arrival) for item in gone if not item.tombstone]
         self.pairs += items
         self.payloads.update(data for _, _, data, _ in items)
 
     def meets_a_copy(self, entries: list) -> bool:
         """Whether an item of `entries` is a copy of (same sink, meta and payload as) one settled."""
         payloads = self.payloads
-        suspects = [(sink, item.meta, item.data) for sink, item in entries if item.data in payloads]
+        suspects = [(item.sink, item.meta, item.data) for item in entries if item.data in payloads]
         return bool(suspects) and not {pair[:3] for pair in self.pairs}.isdisjoint(suspects)
 
 
@@ -237,16 +242,14 @@ def _pairs(held: list, tombstones: list) -> list:
     """The tombstones, and as many items of `held` they cancel, of each identity with no more copies held than
     tombstones: with more, which copies survive depends on their arrivals, and the punctuation picks."""
     waiting = {}
-    for entry in tombstones:
-        sink, item = entry
-        waiting.setdefault((sink, item.meta, item.data), []).append(entry)
-    payloads = {item.data for _, item in tombstones}
+    for tombstone in tombstones:
+        waiting.setdefault((tombstone.sink, tombstone.meta, tombstone.data), []).append(tombstone)
+    payloads = {tombstone.data for tombstone in tombstones}
     copies = {}
-    for entry in [entry for entry in held if entry[1].data in payloads]:
-        sink, item = entry
-        identity = (sink, item.meta, item.data)
+    for item in [item for item in held if item.data in payloads]:
+        identity = (item.sink, item.meta, item.data)
         if not item.tombstone and identity in waiting:
-            copies.setdefault(identity, []).append(entry)
+            copies.setdefault(identity, []).append(item)
     pairs = []
     for identity, made in copies.items():
         if len(made) <= len(waiting[identity]):
@@ -257,22 +260,21 @@ def _pairs(held: list, tombstones: list) -> list:
 
 def _cancel(entries: list) -> list:
     """The items of `entries` that no tombstone among them cancels (of equal copies, the earliest to arrive)."""
-    tombstones = [(sink, item) for sink, item in entries if item.tombstone]
-    cancelled = Counter((sink, item.meta, item.data) for sink, item in tombstones)
+    tombstones = [item for item in entries if item.tombstone]
+    cancelled = Counter((tombstone.sink, tombstone.meta, tombstone.data) for tombstone in tombstones)
     # Only an item whose payload some tombstone carries can be cancelled: the others skip building an identity.
-    suspects = {item.data for _, item in tombstones}
+    suspects = {tombstone.data for tombstone in tombstones}
     copies = {}
     survivors = []
-    for entry in entries:
-        sink, item = entry
+    for item in entries:
         if item.data in suspects:
             if item.tombstone:
                 continue
-            identity = (sink, item.meta, item.data)
+            identity = (item.sink, item.meta, item.data)
             if identity in cancelled:
                 copies.setdefault(identity, []).append(item)
                 continue
-        survivors.append(entry)
+        survivors.append(item)
     for identity, count in cancelled.items():
         sink, meta, data = identity
         made = copies.get(identity, ())
@@ -283,7 +285,7 @@ def _cancel(entries: list) -> list:
             )
         if len(made) > count:
             made.sort(key=_arrival)
-            survivors.extend((sink, item) for item in made[: len(made) - count])
+            survivors.extend(made[: len(made) - count])
     return survivors
 
 
@@ -291,6 +293,5 @@ def _arrival(item):
     return item.arrival
 
 
-def _meta_order(entry):
-    sink, item = entry
-    return (item.meta, sink, item.data)
+def _meta_order(item):
+    return (item.meta, item.sink, item.data)

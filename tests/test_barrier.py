@@ -25,7 +25,7 @@ def test_tombstone_cancels_its_item_in_either_order(tombstone_first):
         barrier.push("out", entry)
     barrier.push("out", item(2, "new"))
     barrier.push("out", item(1, "first"))
-    released = [(sink, i.payload) for sink, i in barrier.punctuate(5)]
+    released = [(i.sink, i.payload) for i in barrier.punctuate(5)]
     assert released == [("out", "first"), ("out", "new")]
     assert (barrier.arrived, barrier.tombstones, barrier.released) == (4, 1, 2)
 
@@ -34,9 +34,9 @@ def test_release_waits_for_the_punctuation():
     barrier = Barrier()
     for t in (3, 1, 2):
         barrier.push("out", item(t, t))
-    assert [i.payload for _, i in barrier.punctuate(1)] == [1]
+    assert [i.payload for i in barrier.punctuate(1)] == [1]
     assert len(barrier) == 2
-    assert [i.payload for _, i in barrier.punctuate(math.inf)] == [2, 3]
+    assert [i.payload for i in barrier.punctuate(math.inf)] == [2, 3]
 
 
 def test_tombstone_that_never_met_its_item_is_loud():
@@ -53,7 +53,7 @@ def test_settle_cancels_pairs_before_their_punctuation(monkeypatch):
         barrier.push("out", entry)
     barrier.settle()
     monkeypatch.setattr(barrier_module, "_cancel", lambda entries: pytest.fail("cancelled at the punctuation"))
-    assert [i.payload for _, i in barrier.punctuate(5)] == ["kept"]
+    assert [i.payload for i in barrier.punctuate(5)] == ["kept"]
     assert (barrier.arrived, barrier.tombstones, barrier.released) == (3, 1, 1)
 
 
@@ -64,7 +64,17 @@ def test_a_later_copy_of_a_settled_item_keeps_the_earliest_arrival():
     barrier.push("out", item(2, "copy", tombstone=True, arrival=1.0))
     barrier.settle()
     barrier.push("out", item(2, "copy", arrival=2.0))
-    assert [(i.data, i.arrival) for _, i in barrier.punctuate(5)] == [(pack("copy"), 1.0)]
+    assert [(i.data, i.arrival) for i in barrier.punctuate(5)] == [(pack("copy"), 1.0)]
+
+
+def test_an_item_pushed_for_two_sinks_is_released_for_each():
+    barrier = Barrier()
+    both = item(2, "both")
+    barrier.push("a", both)
+    barrier.push("b", both)
+    barrier.push("b", item(2, "both", tombstone=True))
+    assert [(i.sink, i.payload) for i in barrier.punctuate(5)] == [("a", "both")]
+    assert both.sink == "a"
 
 
 SCRIPTS = st.lists(
@@ -95,7 +105,7 @@ def releases(script, settling: bool) -> list:
                     barrier.settle(None if args[0] is None else chain([True] * args[0], repeat(False)).__next__)
             elif kind == "punctuate":
                 released.append(len(barrier))  # what the engine notes as buffered
-                released.append([(sink, tuple(i.meta), i.data, i.arrival) for sink, i in barrier.punctuate(*args)])
+                released.append([(i.sink, tuple(i.meta), i.data, i.arrival) for i in barrier.punctuate(*args)])
             elif kind == "item":
                 ts, payload, sink, arrival = args
                 pushed.append((sink, item(ts, payload, arrival=float(arrival))))

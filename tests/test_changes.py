@@ -60,7 +60,7 @@ class _Timeline(LocalRun):
         def noted_release(time):
             self._note_changes()
             released = release(time)
-            self.timeline.extend(("release", sink, item.meta, item.data) for sink, item in released)
+            self.timeline.extend(("release", item.sink, item.meta, item.data) for item in released)
             return released
 
         self.barrier.punctuate = noted_release

@@ -69,7 +69,7 @@ def test_a_turn_cancels_the_tombstones_it_made_with_their_items_before_their_pun
     events = [(10, 3), (30, 9), (20, 6)]  # one key; 20 is late: the total at 30 is retracted and made again
     for ts, value in events:
         run._apply_waiting([("numbers", ts, value, 0.0)])
-    held = [item for _, (_, item) in run.barrier.state.held.snapshot()]
+    held = [item for _, item in run.barrier.state.held.snapshot()]
     assert [(item.meta.ts, item.payload) for item in held] == [(10, 3), (20, 9), (30, 18)]
     result = _turns(run, [], [])
     assert result.metrics["tombstones"] == 1

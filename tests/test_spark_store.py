@@ -165,7 +165,7 @@ def test_a_stored_barrier_releases_batch_by_batch_as_one_in_memory(steps, cuts, 
             stored = held.StoredBarrier(store, saved)
             for step in batch:
                 if not isinstance(step, tuple):
-                    expected += [(sink, pack_meta(i.meta), i.data, i.arrival) for sink, i in whole.punctuate(step)]
+                    expected += [(i.sink, pack_meta(i.meta), i.data, i.arrival) for i in whole.punctuate(step)]
                     released += released_rows(stored.release(0, step))
                     continue
                 sink, ts, payload, tombstone = step

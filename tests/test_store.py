@@ -228,7 +228,7 @@ def drive(barrier, steps) -> list:
     out = []
     for step in steps:
         if not isinstance(step, tuple):
-            out += [(sink, i.meta, i.data, i.arrival) for sink, i in barrier.punctuate(step)]
+            out += [(i.sink, i.meta, i.data, i.arrival) for i in barrier.punctuate(step)]
             continue
         sink, ts, payload, tombstone = step
         if ts > barrier.horizon:

@@ -240,11 +240,11 @@ class LocalRun:
         outputs, latencies = self.outputs, self.latencies_ms
         released.reverse()
         while released:
-            sink, item = released.pop()
+            item = released.pop()
             # The payload the operator made, equal to its encoding's decoding; the barrier holds again without
             # payloads the pairs that `settle` took out and had to put back.
             payload = item.payload
-            outputs[sink].append(unpack(item.data) if payload is None else payload)
+            outputs[item.sink].append(unpack(item.data) if payload is None else payload)
             latencies.append((now - item.arrival) * 1000.0)
 
     def flush(self):

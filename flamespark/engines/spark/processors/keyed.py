@@ -82,8 +82,8 @@ def release(shard: int, barrier: Barrier, time_now, stored: int = 0) -> list:
     out of it."""
     held = len(barrier) + stored
     outbox = Outbox()
-    for sink, item in barrier.punctuate(time_now):
-        outbox.add(OUT, 0, shard, sink, item)
+    for item in barrier.punctuate(time_now):
+        outbox.add(OUT, 0, shard, item.sink, item)
     out = outbox.rows()
     out.append(metric_row("barrier", shard, {
         "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,

@@ -6,6 +6,8 @@ operator and item. A tombstone goes through the same function as the item
 it cancels, so it yields tombstones for exactly the derivatives that item
 produced.
 """
+from flamespark.core.codec import pack
+from flamespark.core.errors import FlameSparkError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.base import Operator
 
@@ -48,7 +50,11 @@ class FlatMapOperator(Operator):
             parent, tombstone, arrival = item.meta, item.tombstone, item.arrival
             for index, payload in enumerate(payloads):
                 meta = new_meta(Meta, parent + (index,))
-                send(Item(meta, payload, encode(payload, name, meta), tombstone, arrival))
+                try:  # `encode`, inlined: a document can make thousands of parts
+                    data = pack(payload)
+                except (TypeError, ValueError, OverflowError):
+                    data = encode(payload, name, meta)  # raises the PayloadError naming the event
+                send(Item(meta, payload, data, tombstone, arrival))
 
         return run
 
@@ -87,10 +93,16 @@ class BranchOperator(Operator):
         self.predicate = predicate
 
     def inline(self, when_true, when_false):
-        predicate = self.guarded("branch", self.predicate)
+        predicate, failure = self.predicate, self.failure
 
         def run(item):
-            if predicate(item):
+            try:  # `guarded`, inlined: a branch often splits every item of a pipeline
+                chosen = predicate(item.payload)
+            except FlameSparkError:
+                raise
+            except Exception as exc:
+                raise failure("branch", exc, item) from exc
+            if chosen:
                 when_true(item)
             else:
                 when_false(item)

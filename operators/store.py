@@ -87,22 +87,22 @@ class DictState(KeyedState):
         self._puts += 1
         if key not in self._is_queued:
             latest = bucket.latest
-            if latest is not None and latest > self._horizon:
+            horizon = self._horizon
+            if latest is not None and latest > horizon:
                 self._is_queued.add(key)
-                due = self._due_time(bucket, latest)
+                due = latest
+                if horizon > -math.inf:  # halfway there, or at the first time it can forget something if later
+                    first = bucket.forgets_from
+                    if first is not None:
+                        due = horizon + (latest - horizon) // 2
+                        if first > due:
+                            due = first
                 keys = self._queued.get(due)
                 if keys is None:
                     self._queued[due] = [key]
                     heappush(self._times, due)
                 else:
                     keys.append(key)
-
-    def _due_time(self, bucket, latest):
-        if self._horizon == -math.inf:
-            return latest
-        first = bucket.forgets_from
-        halfway = self._horizon + (latest - self._horizon) // 2
-        return latest if first is None else max(first, halfway)
 
     def delete(self, key):
         self._buckets.pop(key, None)

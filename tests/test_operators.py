@@ -190,8 +190,8 @@ def test_user_function_error_names_operator_and_event():
         op.process(item(7, 0))
 
 
-def test_unencodable_output_names_operator_and_event():
-    op = MapOperator("to_set", lambda v: {v})
+@pytest.mark.parametrize("op", [MapOperator("to_set", lambda v: {v}), FlatMapOperator("to_set", lambda v: [v, {v}])])
+def test_unencodable_output_names_operator_and_event(op):
     with pytest.raises(fs.PayloadError, match=r"operator 'to_set' produced a payload msgpack cannot encode for event ts=3"):
         op.process(item(3, 1))
 

@@ -4,6 +4,7 @@ import time as clock
 from array import array
 from bisect import bisect_right
 from contextlib import nullcontext
+from functools import partial
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
@@ -93,7 +94,7 @@ class LocalRun:
         if send is None:
             sink, push = self.plan.sinks[target], self.barrier.push
             if self.step is None:
-                return lambda item: push(sink, item)
+                return partial(push, sink)  # no frame of its own, where a lambda would add one an output
             note, waiting, add, now = self.step.add, self.step.waiting, self.changelog.add, clock.perf_counter
 
             def push_and_record(item):

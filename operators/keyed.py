@@ -124,7 +124,7 @@ class KeyedOperator(BoundaryOperator):
         raise NotImplementedError
 
     def apply(self, bucket, item) -> list:
-        """Add `item` to its key's `bucket`; returns the items that change makes (a list the caller reads
+        """Add `item` to its key's `bucket`; returns the items that change makes (a list or tuple the caller reads
         and must not change: it may be the bucket's own)."""
         raise NotImplementedError
 

@@ -85,8 +85,9 @@ class StatefulLoop(KeyedOperator):
             for index, payload in enumerate((*results, new_state)):
                 encode(payload, self.name, meta.child(index))  # raises the PayloadError naming the event
             raise
-        # Many steps emit nothing (a collector's, until its last part): they share the empty tuple, not a list each.
-        return Step(item, meta, base, new_state, state_data, arrival, outputs or ())
+        # A tuple holds its items in one block, 32 bytes less than a list of two (the count per word's steps); the
+        # steps that emit nothing (a collector's, until its last part) share the empty one.
+        return Step(item, meta, base, new_state, state_data, arrival, tuple(outputs))
 
     def _checked(self, item, result):
         """`(new_state, outputs)` from what `update` returned, or a UserFunctionError saying what is wrong."""

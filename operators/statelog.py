@@ -34,7 +34,7 @@ class Step:
 
     __slots__ = ("item", "meta", "count", "base", "state", "state_data", "arrival", "outputs")
 
-    def __init__(self, item, meta, base: bytes, state, state_data: bytes, arrival: float, outputs: list):
+    def __init__(self, item, meta, base: bytes, state, state_data: bytes, arrival: float, outputs: tuple):
         self.item = item
         self.meta = meta
         self.count = 1
@@ -118,7 +118,7 @@ class StateLog:
         return self.steps[0].meta.ts if self.steps else None
 
     def add(self, item, run) -> list:
-        """Returns what the change makes; the list may be the log's own, which callers must not change."""
+        """Returns what the change makes: a list, or the tuple of a step's outputs, which callers must not change."""
         if item.tombstone:
             return self._remove(item.meta, item.data, run)
         meta, data = item.meta, item.data
@@ -207,7 +207,7 @@ class StateLog:
                 break
             new = run(old.item, previous)
             new.count = old.count
-            _keep_unchanged_outputs(old.made(run), new.outputs, out)
+            new.outputs = _keep_unchanged_outputs(old.made(run), new.outputs, out)
             steps[index] = new
         return out
 
@@ -242,18 +242,16 @@ def _base_after(step) -> Step:
     return base
 
 
-def _keep_unchanged_outputs(old: list, new: list, out: list):
-    """Where a re-run's output equals the old one at its place (same meta, same data), keep the old item in
-    `new`; add tombstones for the old outputs that changed, then the new outputs that replace them, to `out`."""
-    changed = []
-    for index, output in enumerate(new):
-        if index < len(old) and old[index].data == output.data:
-            new[index] = old[index]
-        else:
-            changed.append(output)
+def _keep_unchanged_outputs(old, new, out: list) -> tuple:
+    """A re-run's outputs `new`, with the old item kept where an output equals the old one at its place (same
+    meta, same data); adds tombstones for the old outputs that changed, then the new outputs that replace them,
+    to `out`."""
+    kept = [old[index] if index < len(old) and old[index].data == output.data else output
+            for index, output in enumerate(new)]
     out.extend(tombstone(output) for index, output in enumerate(old)
-               if index >= len(new) or new[index] is not output)
-    out.extend(changed)
+               if index >= len(kept) or kept[index] is not output)
+    out.extend(output for index, output in enumerate(kept) if output is new[index])
+    return tuple(kept)
 
 
 def tombstone(item) -> Item:

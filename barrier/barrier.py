@@ -275,17 +275,22 @@ def _cancel(entries: list) -> list:
                 copies.setdefault(identity, []).append(item)
                 continue
         survivors.append(item)
+    orphans = []
     for identity, count in cancelled.items():
-        sink, meta, data = identity
         made = copies.get(identity, ())
         if len(made) < count:
-            raise InternalError(
-                f"internal error: {count - len(made)} tombstone(s) for sink {sink!r} from {meta.describe()} "
-                f"never met their item (payload {unpack(data)!r})"
-            )
-        if len(made) > count:
+            sink, meta, data = identity
+            orphans.append((meta, sink, data, count - len(made)))
+        elif len(made) > count:
             made.sort(key=_arrival)
             survivors.extend(made[: len(made) - count])
+    if orphans:
+        # The first in meta order, not in arrival order, so that whether `settle` ran does not change which.
+        meta, sink, data, missing = min(orphans)
+        raise InternalError(
+            f"internal error: {missing} tombstone(s) for sink {sink!r} from {meta.describe()} "
+            f"never met their item (payload {unpack(data)!r})"
+        )
     return survivors
 
 

@@ -126,6 +126,13 @@ def test_settling_never_changes_what_is_released(script):
     assert releases(script, settling=True) == releases(script, settling=False)
 
 
+def test_tombstones_left_without_their_items_are_named_alike_with_or_without_settling():
+    script = [("item", 1, 0, "a", 0), ("item", 1, 0, "b", 0), ("tombstone", 0), ("item", 0, 0, "a", 0),
+              ("tombstone", 1), ("tombstone", 1), ("tombstone", 0)]  # one tombstone too many for each sink
+    assert releases(script, settling=True) == releases(script, settling=False)
+    assert "for sink 'a' from event ts=1" in releases(script, settling=True)[-1]
+
+
 def test_item_after_its_punctuation_is_an_internal_error():
     barrier = Barrier()
     barrier.punctuate(10)

@@ -246,11 +246,16 @@ def _keep_unchanged_outputs(old, new, out: list) -> tuple:
     """A re-run's outputs `new`, with the old item kept where an output equals the old one at its place (same
     meta, same data); adds tombstones for the old outputs that changed, then the new outputs that replace them,
     to `out`."""
-    kept = [old[index] if index < len(old) and old[index].data == output.data else output
-            for index, output in enumerate(new)]
+    kept, changed = [], []
+    for index, output in enumerate(new):
+        if index < len(old) and old[index].data == output.data:
+            kept.append(old[index])
+        else:
+            kept.append(output)
+            changed.append(output)
     out.extend(tombstone(output) for index, output in enumerate(old)
                if index >= len(kept) or kept[index] is not output)
-    out.extend(output for index, output in enumerate(kept) if output is new[index])
+    out.extend(changed)
     return tuple(kept)
 
 

@@ -199,11 +199,14 @@ def test_a_frequent_key_is_collected_halfway_to_its_latest_item_and_a_rare_one_a
     assert len(state.get(pack("often")).steps) == 10 and not state.get(pack("once")).steps
 
 
-def test_a_grouping_key_is_due_once_its_first_item_can_go():
+def test_a_grouping_bucket_can_first_forget_once_a_window_follows_its_first_item():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
     state = DictState(sweep_spacing=1)
-    run(grouping, state, [0, item(10, "a"), item(20, "b"), item(30, "c"), 5])
-    run(grouping, state, [29])  # halfway from 5 to 30 is 17, but "a" can go only once "c" is in: at 30
+    run(grouping, state, [item(10, "a"), item(20, "b")])
+    assert state.get(pack(0)).forgets_from is None  # both stay for the window the next item makes
+    run(grouping, state, [item(30, "c"), 5])
+    assert state.get(pack(0)).forgets_from == 30  # "a" can go once "c" is in
+    run(grouping, state, [29])  # halfway from 5 to 30 is 17, but the key is due at 30
     assert len(state.get(pack(0)).items()) == 3
     run(grouping, state, [30])
     assert [i.payload for i in state.get(pack(0)).items()] == ["b", "c"]

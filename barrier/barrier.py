@@ -96,7 +96,8 @@ class Barrier:
 
     def push(self, sink: str, item):
         state = self.state
-        if item.meta.ts <= state.horizon:
+        ts = item.meta[0]  # its event time, indexed: `.ts` is a property call, and this runs for every item
+        if ts <= state.horizon:
             kind = "tombstone" if item.tombstone else "item"
             raise InternalError(
                 f"internal error: a {kind} for sink {sink!r} from {item.meta.describe()} reached the "
@@ -112,7 +113,7 @@ class Barrier:
             if self._fresh is not None:
                 self._fresh.append(item)
                 self._count_loose(1)
-        state.held.push(item.meta.ts, item)
+        state.held.push(ts, item)
 
     def _count_loose(self, change: int):
         if self._loose is not None:
@@ -183,8 +184,6 @@ class Barrier:
 
     def _forget_settled(self, time):
         """Forget the pairs settled at event times up to `time`, unless a copy of one came since."""
-        if not self._settled:  # as it is at every punctuation of a run that never waits
-            return
         for ts in [ts for ts in self._settled if ts <= time]:
             settled = self._settled.pop(ts)
             if not settled.tainted and not self._taints(ts, settled, self.state.held.at(ts)):
@@ -194,8 +193,10 @@ class Barrier:
         state = self.state
         if time <= state.horizon:
             return []
-        self._settle(time)  # cheaper than cancelling them among all that is released
-        self._forget_settled(time)
+        if self._fresh:  # none in a run that never settles: the calls are skipped, as at every punctuation
+            self._settle(time)  # cheaper than cancelling them among all that is released
+        if self._settled:
+            self._forget_settled(time)
         state.horizon = time
         released = state.held.flush(time)
         if self._loose is None:

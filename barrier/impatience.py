@@ -61,7 +61,7 @@ class ImpatienceSorter:
     """
 
     __slots__ = ("_keys", "_vals", "_start", "_heads", "_tails", "_tail",
-                 "_topk", "_topv", "_floor", "_merge")
+                 "_topk", "_topv", "_floor", "_merge", "_size")
 
     def __init__(self, huffman=False):
         self._merge = _huffman_merge if huffman else _sort_merge
@@ -81,6 +81,7 @@ class ImpatienceSorter:
         self._topk = None  # _keys[-1]
         self._topv = None  # _vals[-1]
         self._floor = None  # every buffered key is > this (None: unknown)
+        self._size = 0  # how many are buffered: engines ask at every punctuation
 
     def push(self, ts, value):
         """Buffer ``value`` under the sort key ``ts``."""
@@ -90,6 +91,7 @@ class ImpatienceSorter:
                 self._tail = ts
                 self._topk.append(ts)
                 self._topv.append(value)
+                self._size += 1
                 return
         except TypeError:
             if self._tail is not None:
@@ -100,6 +102,7 @@ class ImpatienceSorter:
         # tails; speculating on the previous event's run did not pay.
         tails = self._tails
         r = bisect_right(tails, ts) - 1
+        self._size += 1
         if r >= 0:
             self._keys[r].append(ts)
             self._vals[r].append(value)
@@ -123,6 +126,7 @@ class ImpatienceSorter:
         self._heads.append(ts)
         self._tail = ts
         self._floor = None
+        self._size += 1
 
     def flush(self, T):
         """Remove and return the values with ``ts <= T``, in ``ts`` order."""
@@ -180,6 +184,7 @@ class ImpatienceSorter:
                 del v[:c]
                 c = 0
             start[i] = c
+        self._size -= len(vout)
         if dead:
             self._drop(dead)
         if len(sizes) < 2:
@@ -219,7 +224,7 @@ class ImpatienceSorter:
         return self._merge(kout, vout, sizes)
 
     def __len__(self):
-        return sum(map(len, self._keys)) - sum(self._start)
+        return self._size
 
     def __bool__(self):
         return bool(self._keys)
@@ -259,6 +264,7 @@ class ImpatienceSorter:
                 continue
             vals[lo:hi] = kept
             del keys[lo + len(kept):hi]
+            self._size -= hi - lo - len(kept)
             if s == len(keys):
                 dead.append(i)
             elif lo == s:

@@ -28,6 +28,7 @@ def check_runs(s, exact_tails=True):
     else:
         assert all(tail >= k[-1] for tail, k in zip(tails, s._keys))
     assert all(a < b for a, b in zip(tails, tails[1:]))
+    assert len(s) == sum(len(k) - start for k, start in zip(s._keys, s._start))
     if n:
         assert s._topk is s._keys[-1] and s._topv is s._vals[-1]
     else:

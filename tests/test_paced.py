@@ -92,7 +92,7 @@ def test_an_engine_behind_applies_only_what_the_punctuation_made_final():
     run = LocalRun(graph, RunOptions.of(reorder_latency=10))
     run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
     # The punctuation after admitting them is 30 - 10 - 1 = 19: only 5 is final.
-    assert [item.meta.ts for _, item, _ in run.admitted] == [20, 30]
+    assert [item.meta.ts for _, item in run.admitted] == [20, 30]
     assert run.events == 1
     # 25 comes after 30 but precedes it: applied with the waiting events in meta order, it replays nothing.
     result = _turns(run, [[(25, 25)]], [False])
@@ -107,7 +107,7 @@ def test_what_a_turn_behind_held_back_waits_for_time_to_spare_and_is_then_applie
     run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
     # One more event, but two wait from before: the turn is still behind, and 25 is not final either.
     run._apply_waiting([("numbers", 25, 25, 0.0)])
-    assert [item.meta.ts for _, item, _ in run.admitted] == [20, 25, 30]
+    assert [item.meta.ts for _, item in run.admitted] == [20, 25, 30]
     run._apply_held_back(until=time.perf_counter() - 1.0)  # no time to spare
     assert run.events == 1
     run._apply_held_back(until=math.inf)

@@ -25,6 +25,12 @@ def interleave(inputs: dict):
     A source that ran out gives `(source, None)` once.
     """
     iterators = {source: source_events(source, given) for source, given in inputs.items()}
+    if len(iterators) == 1:  # no turns to take: a list of the sources per event would cost more than the event
+        (source, iterator), = iterators.items()
+        for event in iterator:
+            yield source, event
+        yield source, None
+        return
     while iterators:
         for source, iterator in list(iterators.items()):
             event = next(iterator, None)
@@ -74,7 +80,7 @@ class LocalRun:
         self.step = StepChanges() if options.changes else None
         self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
         self.cause = None  # the event being delivered, while changes are kept
-        self.admitted = []  # `(source, item, cause)` of events admitted and not yet applied, in meta order
+        self.admitted = []  # `(source, item)` of events admitted and not yet applied, in meta order
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
@@ -126,12 +132,17 @@ class LocalRun:
         return self.result(clock.perf_counter() - started)
 
     def _run_unpaced(self, events):
+        # `apply` of one event, whose admitted list is empty before and after: nothing waits in an unpaced run.
+        admit, deliver = self.progress.admit, self._deliver
         since_punctuation = 0
         for source, event in events:
             if event is None:
                 self.progress.end(source)
                 continue
-            self.apply([(source, *event, clock.perf_counter())])
+            item = admit(source, *event, clock.perf_counter())
+            if item is not None:
+                deliver(source, item)
+                self.events += 1
             since_punctuation += 1
             if since_punctuation >= self.punctuate_every:
                 since_punctuation = 0
@@ -177,12 +188,12 @@ class LocalRun:
     def apply(self, events, behind: bool = False):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
         admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
-        admit, step = self.progress.admit, self.step
+        admit = self.progress.admit
         admitted = self.admitted
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
             if item is not None:
-                admitted.append((source, item, None if step is None else Cause.of(item)))
+                admitted.append((source, item))
         if len(admitted) > 1:
             admitted.sort(key=_identity)
         if behind:
@@ -191,13 +202,14 @@ class LocalRun:
             admitted, self.admitted = admitted[:final], admitted[final:]
         else:
             self.admitted = []
-        for source, item, cause in admitted:
-            self._deliver(source, item, cause)
+        for source, item in admitted:
+            self._deliver(source, item)
         self.events += len(admitted)
 
-    def _deliver(self, source: str, item, cause):
+    def _deliver(self, source: str, item):
         """Apply one admitted event: deliver it, let the operators settle, end the changelog's step."""
-        self.cause = cause
+        if self.step is not None:
+            self.cause = Cause.of(item)
         self.deliver[source](item)
         self.flush()
         if self.step is not None:
@@ -218,11 +230,14 @@ class LocalRun:
         self.issued = time
         self.punctuations += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
+        sent = False  # every operator was flushed at the end of the last step: until one sends, none need be
         for flush, punctuate, state, send in self._punctuated if time < math.inf else self._releasing:
-            for item in flush(state):
-                send(item)
+            if sent:
+                for item in flush(state):
+                    send(item)
             for item in punctuate(time, state):
                 send(item)
+                sent = True
         if self._buffers:
             self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
         if time == math.inf:

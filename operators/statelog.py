@@ -217,7 +217,7 @@ class StateLog:
         if self.dirty is not None:
             raise InternalError("internal error: a key's re-run was still waiting at a punctuation (flush first)")
         steps = self.steps
-        if not steps or steps[0].meta.ts > time:
+        if not steps or steps[0].meta[0] > time:
             cut = 0
         else:
             cut = bisect_left(steps, (time + 1,), key=_meta)  # a Meta is a tuple: those of `ts <= time` sort below
@@ -233,7 +233,12 @@ class StateLog:
 
 def _base_after(step) -> Step:
     """What a log keeps of `step`, the last step a punctuation forgot: the state it left, decoded only if `step`
-    had it decoded."""
+    had it decoded. A plain step is stripped of the rest in place, which spares a copy at every collection; a
+    stored step is copied (it decodes its item on reading, and keeps its dump)."""
+    if type(step) is Step:
+        step.item = step.meta = step.base = None
+        step.outputs = ()
+        return step
     base = Step(None, None, None, None, step.state_data, step.arrival, ())
     try:
         base.state = step.state

@@ -153,6 +153,28 @@ def test_a_replay_retracts_only_the_outputs_that_change():
     ]
 
 
+def test_a_stateful_key_forgets_what_punctuation_settles_but_the_state_it_left():
+    def running_total(total, value):
+        total = (total or 0) + value
+        return total, [total]
+
+    loop = StatefulLoop("sum", key=lambda v: 0, update=running_total)
+    state = DictState(sweep_spacing=1)
+    for v in (1, 2, 3, 4):
+        loop.process(item(v, v), state)
+    loop.punctuate(2, state)
+    log = state.get(pack(0))
+    assert [step.meta.ts for step in log.steps] == [3, 4]
+    # What is left of the step at 2 is its state and arrival: its item and outputs are freed.
+    assert (log.base.state_data, log.base.item, log.base.outputs) == (pack(3), None, ())
+    # An item after the punctuation, before the step at 3, starts from that state.
+    late = loop.process(item(3, 10, path=(-1,)), state)
+    assert [(o.tombstone, o.meta.ts, o.payload) for o in late] == [
+        (False, 3, 13), (True, 3, 6), (False, 3, 16), (True, 4, 10), (False, 4, 20)]
+    loop.punctuate(4, state)
+    assert [o.payload for o in loop.process(item(5, 5), state)] == [25]
+
+
 def test_grouping_forgets_what_punctuation_settles():
     grouping = WindowedGrouping("g", key=lambda v: 0, window=3)
     state = DictState(sweep_spacing=1)

@@ -188,12 +188,10 @@ class SourceProgress:
         return None
 
     def _supported(self, source, state):
-        expected = self.expected.get(source)
-        if state.ended or (expected is not None and state.received >= expected):
+        if state.ended or (self.expected and state.received >= self.expected.get(source, math.inf)):
             return math.inf
-        if state.max_ts is None:
-            return -math.inf
-        return state.max_ts - self.reorder_latency - 1
+        max_ts = state.max_ts
+        return -math.inf if max_ts is None else max_ts - self.reorder_latency - 1
 
     def _pass_idle(self, now: int):
         """Raise idle sources' punctuations to the lowest of the active ones'."""

@@ -194,7 +194,7 @@ class Barrier:
         state = self.state
         if time <= state.horizon:
             return []
-        if self._fresh:  # none in a run that never settles: the calls are skipped, as at every punctuation
+        if self._fresh:  # most punctuations have nothing settled or to settle: no call then
             self._settle(time)  # cheaper than cancelling them among all that is released
         if self._settled:
             self._forget_settled(time)
@@ -300,4 +300,4 @@ def _arrival(item):
     return item.arrival
 
 
-_meta_order = attrgetter("meta", "sink", "data")  # an item's place in a release; no frame per item, as a function has
+_meta_order = attrgetter("meta", "sink", "data")  # an item's place in a release, with no Python frame per item

@@ -25,7 +25,7 @@ def interleave(inputs: dict):
     A source that ran out gives `(source, None)` once.
     """
     iterators = {source: source_events(source, given) for source, given in inputs.items()}
-    if len(iterators) == 1:  # no turns to take: a list of the sources per event would cost more than the event
+    if len(iterators) == 1:  # one source takes no turns: no list of the sources per event
         (source, iterator), = iterators.items()
         for event in iterator:
             yield source, event

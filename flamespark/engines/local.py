@@ -55,8 +55,12 @@ class LocalRun:
     ends). So under overload it applies events as the buffered mode would,
     in order (what it held back replays nothing), while their results are
     released no later; with time to spare, what it held back is computed
-    early again. After each event, every boundary operator does the work it
-    left waiting (`flush`), so a step ends with the operators settled. A
+    early again. Within a step, the boundary operators take the items that
+    reached them in topological order, each all of its own before the next
+    takes any, and then do the work they left waiting (`flush`): so a step
+    ends with the operators settled, and an operator's results for a sink
+    reach it without waiting for the operators downstream of it on other
+    paths (the inverted index's postings for its collectors). A
     paced run has the barrier cancel the tombstones that met their items
     (`Barrier.settle`) after each turn's events, and again while it waits
     for the next arrival (only until it is due), so that the pairs are not
@@ -81,6 +85,8 @@ class LocalRun:
         self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
         self.cause = None  # the event being delivered, while changes are kept
         self.admitted = []  # `(source, item)` of events admitted and not yet applied, in meta order
+        # The items that reached each boundary operator and wait for it to take them (`flush`, in topological order).
+        self.waiting = {name: [] for name, op in self.plan.operators.items() if op.boundary}
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -math.inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
@@ -89,11 +95,13 @@ class LocalRun:
         self.punctuations = 0
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
-        punctuated = {name: (op.flush, op.punctuate, self.states[name], self.deliver[name])
-                      for name, op in self.plan.operators.items() if op.boundary}
-        self._punctuated = list(punctuated.values())
-        # At the last punctuation (+inf) a keyed operator would only forget state the run is about to drop whole.
-        self._releasing = [punctuated[buffer.name] for buffer in self.plan.buffers()]
+        buffers = {buffer.name for buffer in self.plan.buffers()}
+        # Per boundary operator, in topological order: how it takes items, finishes, punctuates, and whether it
+        # punctuates at +inf (a keyed operator would only forget state the run is about to drop whole).
+        self._operators = [
+            (op.add, op.flush, op.punctuate, self.states[name], self.deliver[name], self.waiting[name], name in buffers)
+            for name, op in self.plan.operators.items() if op.boundary
+        ]
 
     def _boundary(self, target, send):
         """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
@@ -111,13 +119,7 @@ class LocalRun:
                 add(sink, item, now())
 
             return push_and_record
-        add, state = self.plan.operators[target].add, self.states[target]
-
-        def apply(item):
-            for out in add(item, state):
-                send(out)
-
-        return apply
+        return self.waiting[target].append
 
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
@@ -231,13 +233,13 @@ class LocalRun:
         self.punctuations += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
         sent = False  # every operator was flushed at the end of the last step: until one sends, none need be
-        for flush, punctuate, state, send in self._punctuated if time < math.inf else self._releasing:
+        for add, flush, punctuate, state, send, waiting, at_inf in self._operators:
             if sent:
-                for item in flush(state):
+                _take(add, flush, state, send, waiting)
+            if at_inf or time < math.inf:
+                for item in punctuate(time, state):
                     send(item)
-            for item in punctuate(time, state):
-                send(item)
-                sent = True
+                    sent = True
         if self._buffers:
             self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
         if time == math.inf:
@@ -264,15 +266,16 @@ class LocalRun:
             latencies.append((now - item.arrival) * 1000.0)
 
     def flush(self):
-        """End a step: every boundary operator, in topological order, does the work it left waiting."""
-        for flush, _, state, send in self._punctuated:
-            for item in flush(state):
-                send(item)
+        """End a step: every boundary operator, in topological order, takes the items that reached it and does
+        the work it left waiting. So an operator's results all leave before the operators after it take any:
+        those that go to a sink reach it without waiting for the work of the operators beside their path."""
+        for add, flush, _, state, send, waiting, _ in self._operators:
+            _take(add, flush, state, send, waiting)
 
     def _drop_operators(self):
         """After +inf nothing reaches an operator: free their state, by reference counting, before the barrier's
         last release makes the last outputs, so that the run never holds both."""
-        self.states = self.deliver = self._punctuated = self._releasing = None
+        self.states = self.deliver = self.waiting = self._operators = None
         self._buffers = []
 
     def status(self) -> str:
@@ -299,6 +302,18 @@ class LocalRun:
         if self.changelog is not None:
             self.changelog.fill(result)
         return result
+
+
+def _take(add, flush, state, send, waiting: list):
+    """A boundary operator takes the items `waiting` for it (none reach it meanwhile: the graph has no cycle),
+    then does the work it left waiting; what it makes goes on to `send`."""
+    if waiting:
+        for item in waiting:
+            for out in add(item, state):
+                send(out)
+        waiting.clear()
+    for out in flush(state):
+        send(out)
 
 
 def _identity(entry):

@@ -184,6 +184,31 @@ def test_steps_and_batches_cancel_exactly_what_they_undo(drawn):
     assert batch.take() == []
 
 
+def test_a_step_hands_an_operators_results_to_their_sink_before_the_next_operator_takes_any():
+    calls = []
+
+    def count(total, part):
+        calls.append("count")
+        total = (total or 0) + 1
+        return total, [{"part": part, "count": total}, [part]]
+
+    def collect(seen, part):
+        calls.append("collect")
+        return (seen or 0) + 1, [{"collected": part[0]}]
+
+    graph = fs.Graph("two_levels")
+    counted = (graph.source("words").flat_map(lambda text: text.split(), name="split")
+               .stateful(key=lambda part: part, update=count, name="count"))
+    postings, parts = counted.branch(lambda record: type(record) is dict, name="postings_or_parts")
+    postings.sink("counts")
+    parts.stateful(key=lambda part: 0, update=collect, name="collect").sink("collected")
+    result = fs.run(graph, {"words": [(1, "a b c")]}, changes=True)
+    # Every count ran (and its posting reached the sink as it was made) before the collector took a part.
+    assert calls == ["count"] * 3 + ["collect"] * 3
+    assert [record["payload"]["part"] for record in result.changes["counts"]] == ["a", "b", "c"]
+    assert result.outputs["collected"] == [{"collected": part} for part in "abc"]
+
+
 def test_without_changes_there_is_no_changelog():
     result = fs.run(graphs.running_sum(), {"numbers": [(1, 1), (0, 2)]}, reorder_latency=5)
     assert result.changes == {} and result.speculative_latencies_ms == [] and result.metrics["changes"] is None

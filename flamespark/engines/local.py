@@ -104,7 +104,8 @@ class LocalRun:
         ]
 
     def _boundary(self, target, send):
-        """What takes the items reaching `target`: the barrier for a sink, else the operator with its state."""
+        """What takes the items reaching `target`: the barrier for a sink, else the list where they wait for the
+        operator to take them at the end of the step (`flush`)."""
         if send is None:
             sink, push = self.plan.sinks[target], self.barrier.push
             if self.step is None:

@@ -243,8 +243,7 @@ class LocalRun:
                     sent = True
         if self._buffers:
             self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
-        if time == math.inf:
-            self.flush()
+        if time == math.inf:  # every operator has taken what reached it, in the loop above
             self._drop_operators()
         if self.step is not None:
             self.take_changes()

@@ -1,4 +1,5 @@
 """`flamespark.run`: one entry point for every engine."""
+from flamespark.io.inputs import check_input_files, check_input_names
 from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 
@@ -21,7 +22,9 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     the late event that caused it). With `progress` the run keeps a status
     line on stderr (by default, if stderr is a terminal).
     Every option is checked before the engine starts; a bad one raises
-    OptionError, the same on every engine.
+    OptionError, the same on every engine. So is every event of a file or
+    directory input: a bad one raises InputError naming its file and line
+    (or row) before any work is done.
 
     >>> import flamespark as fs
     >>> g = fs.Graph("sums")
@@ -36,11 +39,13 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     [('+', 2, 2), ('+', 4, 6), ('+', 0, 6), ('+', 2, 8), ('+', 4, 12), ('-', 2, 2), ('-', 4, 6)]
     """
     options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, **engine_options)
+    check_input_names(graph.sources, inputs)
+    check_input_files(inputs)
     return run_with_options(graph, inputs, options)
 
 
 def run_with_options(graph, inputs, options: RunOptions) -> Result:
-    """`run` with its options already checked."""
+    """`run` with its options and inputs already checked (a file input read through by `check_input_files`)."""
     if options.engine == "local":
         from flamespark.engines.local import LocalRun
 

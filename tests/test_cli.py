@@ -79,6 +79,23 @@ def test_bad_lines_are_named_and_nothing_looks_complete(tmp_path, capsys, line, 
     assert not (out / "metrics.json").exists() and not (out / "totals.jsonl").exists()
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_bad_input_leaves_the_last_complete_output_as_it_was(tmp_path, capsys, engine):
+    """The input is read through before any work: a bad last line fails the run on either engine before the
+    checkpoint is claimed (so before Spark starts), and a complete output already in `out` stays complete."""
+    bad = write_lines(tmp_path / "bad.jsonl", readings((1, "a", 1), (2, "a", 2)) + ['{"ts": "late"}'])
+    fresh = tmp_path / "fresh"
+    assert main(["run", PIPELINE, "--input", f"readings={bad}", "--out", str(fresh), "--engine", engine]) == 1
+    assert "bad.jsonl:3: 'ts' must be an integer" in capsys.readouterr().err
+    assert not fresh.exists()  # nor its default checkpoint, which a Spark run claims before it starts Spark
+    code, out = run_cli(tmp_path, readings((1, "a", 1), (2, "a", 2)), "--changes")
+    assert code == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert {"metrics.json", "totals.jsonl", "totals.changes.jsonl"} <= set(before)
+    assert main(["run", PIPELINE, "--input", f"readings={bad}", "--out", str(out), "--engine", engine]) == 1
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
 def test_unknown_source_and_missing_file_are_named(tmp_path, capsys):
     events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
     assert main(["run", PIPELINE, "--input", f"sensors={events}", "--out", str(tmp_path / "o"), "--engine", "local"]) == 1

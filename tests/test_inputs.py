@@ -95,7 +95,9 @@ def test_a_parquet_directory_gives_rows_as_payloads(tmp_path):
     (lambda path: pq.write_table(pa.Table.from_pylist([{"ts": 1}, {"ts": None}]), path),
      "{path}, row 1: 'ts' must be an integer \\(ms\\), got null"),
     (lambda path: pq.write_table(pa.Table.from_pylist([{"time": 1}]), path),
-     "{path}, row 0: missing event time field 'ts'"),
+     "{path}: Parquet events need an integer column 'ts' \\(ms\\); found no column 'ts'"),
+    (lambda path: pq.write_table(pa.Table.from_pylist([{"ts": 1.5}]), path),
+     "{path}: Parquet events need an integer column 'ts' \\(ms\\); found column 'ts' of type double"),
     (lambda path: path.write_text('{"ts": 1}\n'), "{path}: not a readable Parquet file"),
 ])
 def test_a_bad_parquet_file_is_named_with_the_row(tmp_path, write, message):
@@ -154,6 +156,23 @@ def test_the_local_engine_names_a_bad_line_of_a_file(tmp_path):
         fs.run(running_sum, {"readings": path})
     with pytest.raises(fs.InputError, match=r"^input 'numbers', event #2: expected a \(ts, payload\) pair"):
         fs.run(graphs.running_sum(), {"numbers": iter([(1, 1), (2, 2), None])})
+
+
+def test_a_file_is_read_through_before_the_engine_starts(tmp_path):
+    applied = []
+    graph = fs.Graph("applied")
+    graph.source("readings").map(lambda reading: applied.append(reading["ts"]) or reading).sink("out")
+    path = write_lines(tmp_path / "in.jsonl", ['{"ts": 1, "sensor": "a", "value": 1}', '{"ts": "x"}'])
+    with pytest.raises(fs.InputError, match=rf"^{path}:2: 'ts' must be an integer"):
+        fs.run(graph, {"readings": path})
+    assert applied == []
+    directory = tmp_path / "in"
+    directory.mkdir()
+    write_lines(directory / "a.jsonl", ['{"ts": 1, "sensor": "a", "value": 1}'])
+    write_lines(directory / "b.jsonl", ['{"ts": 2, "sensor": "a", "value": 2}', "[2]"])
+    with pytest.raises(fs.InputError, match=rf"^{directory / 'b.jsonl'}:2: expected a JSON object"):
+        fs.run(graph, {"readings": directory}, mode="buffered")
+    assert applied == []
 
 
 # ------------------------------------------------------------ atomic writes

@@ -136,6 +136,29 @@ def test_bad_directory_inputs_name_file_and_line(spark, tmp_path):
         run(null_ts)
 
 
+def test_bad_input_is_refused_before_spark_starts(tmp_path):
+    """A bad event fails the run before a JVM starts: in a file, at the end, and in an iterable (which the
+    engine checks as it writes its replay file). A process of its own, as the suite's session is shared."""
+    bad_file = tmp_path / "bad.jsonl"
+    bad_file.write_text('{"ts": 1, "sensor": "a", "value": 1}\n{"ts": 2.5, "sensor": "a", "value": 1}\n')
+    script = f"""
+import flamespark as fs, pyspark
+from examples.running_sum import graph
+for given in ({str(bad_file)!r}, [(1, {{"sensor": "a", "value": 1}}), ("2", {{"sensor": "a", "value": 1}})]):
+    try:
+        fs.run(graph, {{"readings": given}}, engine="spark", checkpoint={str(tmp_path / "ck")!r})
+    except fs.InputError as error:
+        print(error)
+print("Spark started:", pyspark.SparkContext._active_spark_context is not None)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == [
+        f"{bad_file}:2: 'ts' must be an integer (ms), got 2.5",
+        "input 'readings', event #1: event time must be an integer (ms), got str '2'",
+        "Spark started: False",
+    ], done.stderr
+
+
 def wait_for(condition, process, stderr: Path, what: str):
     deadline = time.monotonic() + TIMEOUT
     while not condition():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -123,15 +124,27 @@ def jsonl_file_events(path) -> Iterator[tuple[int, int, object]]:
         yield from jsonl_events(handle, str(path))
 
 
+def check_parquet_schema(path, schema) -> None:
+    """InputError unless the Arrow `schema` of Parquet file `path` has a column 'ts' of signed integers."""
+    from pyarrow.types import is_signed_integer
+
+    index = schema.get_field_index("ts")
+    if index < 0 or not is_signed_integer(schema.field(index).type):
+        found = "no column 'ts'" if index < 0 else f"column 'ts' of type {schema.field(index).type}"
+        raise InputError(f"{path}: Parquet events need an integer column 'ts' (ms); found {found}")
+
+
 def parquet_file_events(path) -> Iterator[tuple[int, int, object]]:
     """`(row, ts, payload)` of each row of the Parquet file `path` (rows counted from 0), read as needed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        batches = pq.ParquetFile(path).iter_batches()
+        file = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    check_parquet_schema(path, file.schema_arrow)
+    batches = file.iter_batches()
     row = 0
     for batch in batches:
         for record in batch.to_pylist():
@@ -200,6 +213,21 @@ def _checked_pairs(source: str, events):
         if type(ts) is not int:  # what is not plainly right gets its error, naming the event, from check_pair
             ts, payload = check_pair(event, f"input {source!r}, event #{position}")
         yield ts, payload
+
+
+def check_input_files(inputs: Mapping) -> None:
+    """Read every event of the inputs that are files or directories, raising the InputError of the first bad
+    one. Runs call it before their engine starts, so that bad input costs no work and leaves nothing half
+    done; an iterable is checked as it is read, as it may be a stream.
+
+    >>> check_input_files({"numbers": [(1, "an iterable: not read here")], "words": "no-such-file.jsonl"})
+    Traceback (most recent call last):
+    ...
+    flamespark.core.errors.InputError: no-such-file.jsonl: no such file
+    """
+    for source, given in inputs.items():
+        if is_path(given):
+            deque(_path_events(source, Path(given)), maxlen=0)
 
 
 def _path_events(source: str, path: Path):

@@ -9,6 +9,7 @@ from flamespark.api import run_with_options
 from flamespark.core.errors import InputError
 from flamespark.io.atomic import write_atomic
 from flamespark.io.checkpoint import claim, file_digest
+from flamespark.io.inputs import check_input_files
 from flamespark.io.jsonl import write_jsonl
 from flamespark.io.sinks import write_values
 from flamespark.result import Result
@@ -66,14 +67,15 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
     and write its sinks, dead letters and metrics under `out`.
 
-    `metrics.json` is removed first and written last, so its presence marks a
-    complete output directory. A `follow` run (Spark) writes each micro-batch's
-    releases as it completes, to `out/<sink>/` and `out/late/`, and ends when
-    interrupted. A Spark run keeps its checkpoint in `checkpoint` (default
-    `out/_checkpoint`); rerun with the same one to resume. With `changes`,
-    each sink's changelog goes to `out/<sink>.changes.jsonl` (a `follow` run's
-    to `out/<sink>.changes/`, batch by batch). The other options are
-    `flamespark.run`'s.
+    The inputs are read through first: bad input fails the run before it
+    touches `out` or does any work. Then `metrics.json` is removed, and it
+    is written last, so its presence marks a complete output directory. A
+    `follow` run (Spark) writes each micro-batch's releases as it completes,
+    to `out/<sink>/` and `out/late/`, and ends when interrupted. A Spark run
+    keeps its checkpoint in `checkpoint` (default `out/_checkpoint`); rerun
+    with the same one to resume. With `changes`, each sink's changelog goes
+    to `out/<sink>.changes.jsonl` (a `follow` run's to `out/<sink>.changes/`,
+    batch by batch). The other options are `flamespark.run`'s.
     """
     graph = load_graph(pipeline)
     paths = check_inputs(graph, inputs)
@@ -85,6 +87,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
                      output_format=sink_format)
     options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
                             changes=changes, **given)
+    check_input_files(paths)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
     for sink in graph.sinks:

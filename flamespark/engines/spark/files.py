@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from flamespark.core.errors import InputError
 from flamespark.core.items import Meta, encode
 from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
-from flamespark.io.inputs import check_record, event_files, jsonl_events
+from flamespark.io.inputs import check_parquet_schema, check_record, event_files, jsonl_events
 
 _ARROW_SCHEMA = pa.schema([
     ("kind", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("ts", pa.int64()),
@@ -57,12 +57,9 @@ def _parquet_schema(source, directory) -> T.StructType:
     files = event_files(directory)
     if not files:
         raise InputError(f"input {source!r}: {directory} has no .parquet file yet to learn the schema from")
-    schema = from_arrow_schema(pq.read_schema(files[0]))
-    ts = next((field for field in schema.fields if field.name == "ts"), None)
-    if ts is None or not isinstance(ts.dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
-        found = "no column 'ts'" if ts is None else f"column 'ts' of type {ts.dataType.simpleString()}"
-        raise InputError(f"{files[0]}: Parquet events need an integer column 'ts' (ms); found {found}")
-    return schema
+    schema = pq.read_schema(files[0])
+    check_parquet_schema(files[0], schema)
+    return from_arrow_schema(schema)
 
 
 def _event_row(source, key, ts, payload, seq, now) -> tuple:

@@ -240,10 +240,11 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     _check_inputs_allow(inputs, rate, follow)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
+        # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing. Written
+        # before Spark starts, as writing them checks every event of an iterable input.
+        prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
         spark = spark or spark_session(master, shards)
         shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
-        # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing.
-        prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
         partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
         register_noted()
         topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))

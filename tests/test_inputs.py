@@ -8,7 +8,7 @@ import pytest
 import flamespark as fs
 from examples.running_sum import graph as running_sum
 from flamespark.io.atomic import replacing, write_atomic
-from flamespark.io.inputs import count_events, read_input, source_events
+from flamespark.io.inputs import check_input_files, count_events, read_input, source_events
 from tests import graphs
 
 READINGS = [{"ts": ts, "sensor": "ab"[ts % 2], "value": ts % 5} for ts in (10, 0, 30, 20, 50, 40)]
@@ -106,6 +106,9 @@ def test_a_bad_parquet_file_is_named_with_the_row(tmp_path, write, message):
     write(directory / "a.parquet")
     with pytest.raises(fs.InputError, match="^" + message.format(path=directory / "a.parquet")):
         read_input("readings", directory)
+    # Checked before a run from the schema and the 'ts' column alone, with the error of the row's read.
+    with pytest.raises(fs.InputError, match="^" + message.format(path=directory / "a.parquet")):
+        check_input_files({"readings": directory})
 
 
 def test_a_directory_must_not_mix_formats(tmp_path):

@@ -134,8 +134,8 @@ def check_parquet_schema(path, schema) -> None:
         raise InputError(f"{path}: Parquet events need an integer column 'ts' (ms); found {found}")
 
 
-def parquet_file_events(path) -> Iterator[tuple[int, int, object]]:
-    """`(row, ts, payload)` of each row of the Parquet file `path` (rows counted from 0), read as needed."""
+def _parquet_file(path):
+    """The Parquet file `path`, opened and its schema checked (`check_parquet_schema`), or InputError."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -144,9 +144,24 @@ def parquet_file_events(path) -> Iterator[tuple[int, int, object]]:
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     check_parquet_schema(path, file.schema_arrow)
-    batches = file.iter_batches()
+    return file
+
+
+def check_parquet_file(path) -> None:
+    """Raise the InputError that reading the Parquet file `path` row by row would, from its schema and its 'ts'
+    column alone (a row's other columns are a payload whatever they hold), without making a row."""
+    import pyarrow.compute as pc
+
+    ts = _parquet_file(path).read(columns=["ts"]).column("ts")
+    if ts.null_count:
+        row = pc.index(pc.is_null(ts), True).as_py()
+        check_record({"ts": None}, f"{path}, row {row}")  # the error the row's read gives
+
+
+def parquet_file_events(path) -> Iterator[tuple[int, int, object]]:
+    """`(row, ts, payload)` of each row of the Parquet file `path` (rows counted from 0), read as needed."""
     row = 0
-    for batch in batches:
+    for batch in _parquet_file(path).iter_batches():
         for record in batch.to_pylist():
             yield (row, *check_record(record, f"{path}, row {row}"))
             row += 1
@@ -216,9 +231,9 @@ def _checked_pairs(source: str, events):
 
 
 def check_input_files(inputs: Mapping) -> None:
-    """Read every event of the inputs that are files or directories, raising the InputError of the first bad
-    one. Runs call it before their engine starts, so that bad input costs no work and leaves nothing half
-    done; an iterable is checked as it is read, as it may be a stream.
+    """Read every event of the inputs that are files or directories (of Parquet files, their 'ts' columns),
+    raising the InputError of the first bad one. Runs call it before their engine starts, so that bad input
+    costs no work and leaves nothing half done; an iterable is checked as it is read, as it may be a stream.
 
     >>> check_input_files({"numbers": [(1, "an iterable: not read here")], "words": "no-such-file.jsonl"})
     Traceback (most recent call last):
@@ -226,8 +241,14 @@ def check_input_files(inputs: Mapping) -> None:
     flamespark.core.errors.InputError: no-such-file.jsonl: no such file
     """
     for source, given in inputs.items():
-        if is_path(given):
-            deque(_path_events(source, Path(given)), maxlen=0)
+        if not is_path(given):
+            continue
+        path = Path(given)
+        if path.is_dir() and directory_format(source, path) == "parquet":
+            for file in event_files(path):
+                check_parquet_file(file)
+        else:
+            deque(_path_events(source, path), maxlen=0)
 
 
 def _path_events(source: str, path: Path):

@@ -6,7 +6,9 @@ from hypothesis import strategies as st
 import flamespark as fs
 from flamespark.core.items import Item, Meta
 from flamespark.engines.local import LocalRun
-from flamespark.runtime.changes import BatchChanges, Cause, StepChanges
+from flamespark.core.codec import pack
+from flamespark.core.errors import InternalError
+from flamespark.runtime.changes import BatchChanges, Cause, Changelog, StepChanges
 from flamespark.runtime.options import RunOptions
 from tests import graphs
 from tests.changelog_checks import check_changelog
@@ -217,3 +219,26 @@ def test_without_changes_there_is_no_changelog():
 def test_changes_must_be_a_bool():
     with pytest.raises(fs.OptionError, match="changes must be True or False"):
         fs.run(graphs.running_sum(), {"numbers": []}, changes="yes")
+
+
+def test_a_sink_changelog_keeps_a_latency_per_live_output_and_refuses_to_retract_what_it_never_added():
+    meta = Meta(5, "s", 0, (0,))
+    changelog = Changelog(["out"])
+    out = changelog.sinks["out"]
+    out.add(Item(meta, 1, pack(1), False, 1.0), 1.5)
+    out.add(Item(meta, 1, pack(1), False, 1.0), 1.25)  # an equal output: both are live
+    assert sorted(out.latencies()) == [250.0, 500.0]
+    late = Cause("s", 3, 7)
+    changelog.retract("out", Item(meta, 1, pack(1), True), late)  # the latest `+` goes
+    assert list(out.latencies()) == [500.0]
+    changelog.retract("out", Item(meta, 1, pack(1), True), late)
+    assert list(out.latencies()) == []
+    records = changelog.records["out"]
+    assert [(r["op"], r["ts"], r["payload"]) for r in records] == [("+", 5, 1), ("+", 5, 1), ("-", 5, 1), ("-", 5, 1)]
+    assert records[2]["cause"] == {"source": "s", "ts": 3, "position": 7} and records[3]["cause"] is records[2]["cause"]
+    with pytest.raises(InternalError, match=r"changelog of sink 'out' retracts an output of event ts=5 of source "
+                                            r"'s' that it never added"):
+        changelog.retract("out", Item(meta, 1, pack(1), True), late)
+    result = fs.Result({"out": []}, [], {})
+    changelog.fill(result)
+    assert result.metrics["changes"]["added"] == 2 and result.metrics["changes"]["retracted"] == 2

@@ -110,14 +110,15 @@ class LocalRun:
             sink, push = self.plan.sinks[target], self.barrier.push
             if self.step is None:
                 return partial(push, sink)  # no frame of its own, where a lambda would add one an output
-            note, waiting, add, now = self.step.add, self.step.waiting, self.changelog.add, clock.perf_counter
+            note, waiting, now = self.step.add, self.step.waiting, clock.perf_counter
+            add = self.changelog.sinks[sink].add
 
             def push_and_record(item):
                 push(sink, item)
                 # Most items reaching a sink carry a payload that the step retracted nowhere: a change at once.
                 if (item.tombstone or item.data in waiting) and not note(sink, item, self.cause):
                     return
-                add(sink, item, now())
+                add(item, now())
 
             return push_and_record
         return self.waiting[target].append

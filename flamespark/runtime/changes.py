@@ -155,8 +155,70 @@ def _cancel(entries: list, by_payload: dict, sink: str, item) -> bool:
     return False
 
 
+class SinkChangelog:
+    """One sink's changelog records in emission order, and the speculative latency (ms) of each live `+`.
+
+    The latencies are kept per event time, then per payload encoding: a
+    float, or a list of them when several equal outputs are live. A step's
+    results share a few event times, so the work is in a few small dicts
+    rather than all over one large one, and a float is not a container, which
+    a garbage collection would scan.
+    """
+
+    __slots__ = ("name", "records", "live", "retracted")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.records = []
+        self.live = {}
+        self.retracted = 0
+
+    def add(self, item, emitted_at: float):
+        """Append the `+` of `item`, which reached the sink at `emitted_at`."""
+        latency = (emitted_at - item.arrival) * 1000.0
+        ts, data = item.meta[0], item.data
+        live = self.live.get(ts)
+        if live is None:
+            live = self.live[ts] = {}
+        held = live.setdefault(data, latency)
+        if held is not latency:
+            if type(held) is list:
+                held.append(latency)
+            else:
+                live[data] = [held, latency]
+        payload = item.payload
+        # `_record` of a `+`, built here: this runs for every output that reaches a sink.
+        self.records.append({"op": ADD, "ts": ts, "payload": unpack(data) if payload is None else payload,
+                             "cause": None})
+
+    def retract(self, tombstone, cause: dict):
+        """Append the `-` of `tombstone`, naming its late event as `cause` (a `-` record's dict)."""
+        live = self.live.get(tombstone.meta[0])
+        held = None if live is None else live.pop(tombstone.data, None)
+        if held is None:
+            raise InternalError(
+                f"internal error: the changelog of sink {self.name!r} retracts an output of "
+                f"{tombstone.meta.describe()} that it never added"
+            )
+        if type(held) is list and len(held) > 1:
+            held.pop()
+            live[tombstone.data] = held
+        self.records.append(_record(tombstone, cause))
+        self.retracted += 1
+
+    def latencies(self):
+        """The speculative latency of every `+` left live, in no particular order."""
+        for live in self.live.values():
+            for held in live.values():
+                if type(held) is list:
+                    yield from held
+                else:
+                    yield held
+
+
 class Changelog:
-    """A run's changelog: each sink's records in emission order, their counts and speculative latencies.
+    """A run's changelog: each sink's `SinkChangelog` (an engine hands a `+` to its sink's `add`), their counts
+    and speculative latencies.
 
     A `-` retracts the latest live `+` of the same sink, event time and
     payload; a `-` with none live is an internal error, since a changelog
@@ -166,51 +228,22 @@ class Changelog:
     """
 
     def __init__(self, sinks):
-        self.records = {sink: [] for sink in sinks}
-        self.added = 0
-        self.retracted = 0
-        # Per sink and event time, payload encoding -> the latency of its live `+`, or a list of them when there
-        # are several. A step's results share a few event times, so it works in a few small dicts rather than
-        # all over one large one; and a float is not a container, which a garbage collection would scan.
-        self._live = {sink: {} for sink in sinks}
+        self.sinks = {sink: SinkChangelog(sink) for sink in sinks}
         # The latest cause retracted for and its record's dict, which the `-` records that follow with the same
         # cause share (locally, all of a step's): a late event's step retracts thousands of results, and a dict
         # each took 17 MB more at the peak of the inverted index's changelog run.
         self._cause = self._cause_named = None
 
-    def add(self, sink: str, item, emitted_at: float):
-        """Append the `+` of `item`, which reached `sink` at `emitted_at`."""
-        latency = (emitted_at - item.arrival) * 1000.0
-        by_time = self._live[sink]
-        ts = item.meta[0]
-        live = by_time.get(ts)
-        if live is None:
-            live = by_time[ts] = {}
-        held = live.setdefault(item.data, latency)
-        if held is not latency:
-            if type(held) is list:
-                held.append(latency)
-            else:
-                live[item.data] = [held, latency]
-        self.records[sink].append(_record(item, None))
-        self.added += 1
+    @property
+    def records(self) -> dict:
+        """Each sink's records so far."""
+        return {sink: log.records for sink, log in self.sinks.items()}
 
     def retract(self, sink: str, tombstone, cause):
         """Append the `-` of `tombstone`, which reached `sink` while the event `cause` was being delivered."""
-        live = self._live[sink].get(tombstone.meta[0])
-        held = None if live is None else live.pop(tombstone.data, None)
-        if held is None:
-            raise InternalError(
-                f"internal error: the changelog of sink {sink!r} retracts an output of "
-                f"{tombstone.meta.describe()} that it never added"
-            )
-        if type(held) is list and len(held) > 1:
-            held.pop()
-            live[tombstone.data] = held
         if cause != self._cause:
             self._cause, self._cause_named = cause, _named(cause)
-        self.records[sink].append(_record(tombstone, self._cause_named))
-        self.retracted += 1
+        self.sinks[sink].retract(tombstone, self._cause_named)
 
     def extend(self, changes: list, emitted_at: float):
         """Append `changes` (see `Change`), all emitted at `emitted_at`."""
@@ -218,19 +251,16 @@ class Changelog:
             if item.tombstone:
                 self.retract(sink, item, cause)
             else:
-                self.add(sink, item, emitted_at)
+                self.sinks[sink].add(item, emitted_at)
 
     def fill(self, result):
         """Hand the changelog to `result`: its records, the latency of every `+` left live (in no particular
         order) and, in `metrics["changes"]`, the counts and percentiles of that speculative latency."""
-        latencies = []
-        for held in (held for by_time in self._live.values() for live in by_time.values() for held in live.values()):
-            if type(held) is list:
-                latencies += held
-            else:
-                latencies.append(held)
-        share = self.retracted / self.added if self.added else 0.0
+        latencies = [latency for log in self.sinks.values() for latency in log.latencies()]
+        retracted = sum(log.retracted for log in self.sinks.values())
+        added = sum(len(log.records) for log in self.sinks.values()) - retracted
         result.changes = self.records
         result.speculative_latencies_ms = latencies
-        result.metrics["changes"] = {"added": self.added, "retracted": self.retracted, "retracted_share": share,
+        result.metrics["changes"] = {"added": added, "retracted": retracted,
+                                     "retracted_share": retracted / added if added else 0.0,
                                      "speculative_latency_ms": percentiles(latencies)}

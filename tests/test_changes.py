@@ -4,10 +4,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from flamespark.core.items import Item, Meta
-from flamespark.engines.local import LocalRun
 from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError
+from flamespark.core.items import Item, Meta
+from flamespark.engines.local import LocalRun
 from flamespark.runtime.changes import BatchChanges, Cause, Changelog, StepChanges
 from flamespark.runtime.options import RunOptions
 from tests import graphs

@@ -100,7 +100,7 @@ def test_a_parquet_directory_gives_rows_as_payloads(tmp_path):
      "{path}: Parquet events need an integer column 'ts' \\(ms\\); found column 'ts' of type double"),
     (lambda path: path.write_text('{"ts": 1}\n'), "{path}: not a readable Parquet file"),
 ])
-def test_a_bad_parquet_file_is_named_with_the_row(tmp_path, write, message):
+def test_a_bad_parquet_file_is_named_with_its_row_or_column(tmp_path, write, message):
     directory = tmp_path / "in"
     directory.mkdir()
     write(directory / "a.parquet")

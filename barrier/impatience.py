@@ -137,8 +137,25 @@ class ImpatienceSorter:
             return []  # everything buffered is > T: don't scan the runs
         self._floor = T
         keys = self._keys
-        vals = self._vals
         start = self._start
+        if len(keys) == 1:
+            # One run (input in order): a head no longer than the rest is sliced off, as the loop below would,
+            # without its lists of runs; a punctuation after every event releases one value this way.
+            k = self._topk
+            s = start[0]
+            c = bisect_right(k, T, s)
+            if c - s <= len(k) - c:
+                vout = self._topv[s:c]
+                if c == s:
+                    return vout
+                self._heads[0] = k[c]
+                if c > _COMPACT and c + c > len(k):
+                    del k[:c], self._topv[:c]
+                    c = 0
+                start[0] = c
+                self._size -= len(vout)
+                return vout
+        vals = self._vals
         heads = self._heads
         kout = []
         vout = []

@@ -292,6 +292,24 @@ def test_nearly_sorted_stream_with_punctuations(delays, freq, latency):
     assert s.flush(math.inf) == ref.flush(math.inf)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(-2, 3)), max_size=300))
+def test_one_run_flushed_as_it_grows(steps):
+    # Keys in order (repeats included) make one run, which flushes cut from the front: less than, as much as, or
+    # more than stays, or nothing, and past the compaction threshold.
+    s = ImpatienceSorter()
+    ref = Reference()
+    ts = 0
+    for i, (step, behind) in enumerate(steps):
+        ts += step
+        s.push(ts, i)
+        ref.push(ts, i)
+        assert s.runs == 1
+        assert s.flush(ts - behind) == ref.flush(ts - behind)
+        check_runs(s)
+    assert s.flush(math.inf) == ref.flush(math.inf)
+
+
 def test_bench_sorters_agree():
     from flamespark.tools import sorter_bench as bench
 

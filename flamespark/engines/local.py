@@ -1,5 +1,5 @@
 """The local engine: in-process, single-threaded and deterministic (when unpaced)."""
-import math
+from math import inf
 import time as clock
 from array import array
 from bisect import bisect_right
@@ -88,7 +88,7 @@ class LocalRun:
         # The items that reached each boundary operator and wait for it to take them (`flush`, in topological order).
         self.waiting = {name: [] for name, op in self.plan.operators.items() if op.boundary}
         self.deliver = self.plan.wire(self._boundary)
-        self.issued = -math.inf
+        self.issued = -inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.latencies_ms = array("d")  # 8 bytes an output, where a list of floats takes 32
         self.events = 0
@@ -238,13 +238,13 @@ class LocalRun:
         for add, flush, punctuate, state, send, waiting, at_inf in self._operators:
             if sent:
                 _take(add, flush, state, send, waiting)
-            if at_inf or time < math.inf:
+            if at_inf or time < inf:
                 for item in punctuate(time, state):
                     send(item)
                     sent = True
         if self._buffers:
             self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
-        if time == math.inf:  # every operator has taken what reached it, in the loop above
+        if time == inf:  # every operator has taken what reached it, in the loop above
             self._drop_operators()
         if self.step is not None:
             self.take_changes()

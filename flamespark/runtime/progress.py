@@ -9,7 +9,7 @@ replayed source, from what the file holds before the batch (`resume`).
 """
 from __future__ import annotations
 
-import math
+from math import inf
 from dataclasses import asdict, dataclass
 
 from flamespark.core.codec import pack
@@ -39,7 +39,7 @@ class _Source:
     """What is known of one source; its fields are what a snapshot keeps of it."""
 
     max_ts: int | None = None
-    punctuation: float = -math.inf
+    punctuation: float = -inf
     ended: bool = False
     received: int = 0  # events delivered, late ones included: what an expected count counts
     events: int = 0  # events admitted
@@ -114,7 +114,7 @@ class SourceProgress:
     def advance(self) -> dict:
         """Raise every source's punctuation to what it now supports; returns `{source: time}` of those that rose."""
         risen = {}
-        lowest = math.inf  # _lowest(), in the same pass: the local engine advances after every event
+        lowest = inf  # _lowest(), in the same pass: the local engine advances after every event
         for source, state in self._sources.items():
             supported = self._supported(source, state)
             if supported > state.punctuation:
@@ -164,7 +164,7 @@ class SourceProgress:
         self._time = self._lowest()
 
     def _lowest(self):
-        return min((state.punctuation for state in self._sources.values()), default=math.inf)
+        return min((state.punctuation for state in self._sources.values()), default=inf)
 
     def _heard(self, source: str) -> _Source:
         state = self._sources[source]
@@ -188,10 +188,10 @@ class SourceProgress:
         return None
 
     def _supported(self, source, state):
-        if state.ended or (self.expected and state.received >= self.expected.get(source, math.inf)):
-            return math.inf
+        if state.ended or (self.expected and state.received >= self.expected.get(source, inf)):
+            return inf
         max_ts = state.max_ts
-        return -math.inf if max_ts is None else max_ts - self.reorder_latency - 1
+        return -inf if max_ts is None else max_ts - self.reorder_latency - 1
 
     def _pass_idle(self, now: int):
         """Raise idle sources' punctuations to the lowest of the active ones'."""

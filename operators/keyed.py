@@ -96,11 +96,10 @@ class KeyedOperator(BoundaryOperator):
 
     def flush(self, state) -> list:
         """Do the work buckets left waiting since the last flush; returns the items it makes."""
-        deferred = state.take_deferred()
-        if not deferred:
+        if not state.deferred:
             return []
         out = []
-        for key_data in dict.fromkeys(deferred):
+        for key_data in dict.fromkeys(state.take_deferred()):
             bucket = state.get(key_data)
             if bucket is not None:
                 out.extend(self.finish(bucket))

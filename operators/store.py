@@ -20,18 +20,20 @@ class KeyedState:
     """
 
     def __init__(self):
-        self._deferred = []
+        # The keys noted by `defer` since the last `take_deferred`: read it to see whether there are any (most
+        # steps have none, and a look costs no call), take them with `take_deferred`.
+        self.deferred = []
 
     def defer(self, key: bytes):
         """Note that `key`'s bucket left work waiting (see `KeyedOperator.flush`)."""
-        self._deferred.append(key)
+        self.deferred.append(key)
 
     def take_deferred(self) -> list:
         """The keys noted by `defer` since the last call (a key may come more than once); the caller must not
         change the list."""
-        keys = self._deferred
-        if keys:  # most calls find none: the empty list stays, rather than a new one a call
-            self._deferred = []
+        keys = self.deferred
+        if keys:  # the empty list stays, rather than a new one a call
+            self.deferred = []
         return keys
 
     def get(self, key: bytes):

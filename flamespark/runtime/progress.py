@@ -94,7 +94,9 @@ class SourceProgress:
     def admit(self, source: str, ts: int, payload, arrival: float, position: int | None = None) -> Item | None:
         """The event as an item with its meta, or None if it is late and dropped. Its `position` in its
         source's arrival order is, if not given, how many of the source's events this progress saw before."""
-        state = self._heard(source)
+        state = self._sources[source]  # `_heard`, inlined: this runs for every event
+        if self.idle_ms is not None:
+            state.last_seen = self.clock_ms()
         if position is None:
             position = state.received
         state.received += 1

@@ -253,13 +253,16 @@ def _keep_unchanged_outputs(old, new, out: list) -> tuple:
     to `out`."""
     kept, changed = [], []
     for index, output in enumerate(new):
-        if index < len(old) and old[index].data == output.data:
-            kept.append(old[index])
-        else:
-            kept.append(output)
-            changed.append(output)
-    out.extend(tombstone(output) for index, output in enumerate(old)
-               if index >= len(kept) or kept[index] is not output)
+        if index < len(old):
+            previous = old[index]
+            if previous.data == output.data:
+                kept.append(previous)
+                continue
+            out.append(tombstone(previous))
+        kept.append(output)
+        changed.append(output)
+    if len(old) > len(new):
+        out.extend(tombstone(previous) for previous in old[len(new):])
     out.extend(changed)
     return tuple(kept)
 

@@ -1,10 +1,10 @@
 """The local engine: in-process, single-threaded and deterministic (when unpaced)."""
-from math import inf
 import time as clock
 from array import array
 from bisect import bisect_right
 from contextlib import nullcontext
 from functools import partial
+from math import inf
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack

@@ -9,8 +9,8 @@ replayed source, from what the file holds before the batch (`resume`).
 """
 from __future__ import annotations
 
-from math import inf
 from dataclasses import asdict, dataclass
+from math import inf
 
 from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError, LateEventError

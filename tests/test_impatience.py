@@ -296,7 +296,8 @@ def test_nearly_sorted_stream_with_punctuations(delays, freq, latency):
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(-2, 3)), max_size=300))
 def test_one_run_flushed_as_it_grows(steps):
     # Keys in order (repeats included) make one run, which flushes cut from the front: less than, as much as, or
-    # more than stays, or nothing, and past the compaction threshold.
+    # more than stays, or nothing. (Its consumed prefix seldom passes the compaction threshold here: the
+    # compaction of one run is `test_long_run_cursor_and_compaction`'s.)
     s = ImpatienceSorter()
     ref = Reference()
     ts = 0

@@ -88,10 +88,7 @@ class KeyedOperator(BoundaryOperator):
         out = self.apply(bucket, item)
         if bucket.dirty is not None:
             state.defer(key_data)
-        if bucket.empty:  # `_store`, inlined: this runs for every item
-            state.delete(key_data)
-        else:
-            state.put(key_data, bucket)
+        state.put(key_data, bucket)
         return out
 
     def flush(self, state) -> list:
@@ -103,7 +100,7 @@ class KeyedOperator(BoundaryOperator):
             bucket = state.get(key_data)
             if bucket is not None:
                 out.extend(self.finish(bucket))
-                self._store(state, key_data, bucket)
+                state.put(key_data, bucket)
         return out
 
     def finish(self, bucket) -> list:
@@ -132,15 +129,8 @@ class KeyedOperator(BoundaryOperator):
             bucket = state.get(key_data)
             if bucket is not None:
                 self._collect(bucket, time)
-                self._store(state, key_data, bucket)
+                state.put(key_data, bucket)
         return []
-
-    @staticmethod
-    def _store(state, key_data, bucket):
-        if bucket.empty:
-            state.delete(key_data)
-        else:
-            state.put(key_data, bucket)
 
     def _collect(self, bucket, horizon):
         orphans = bucket.collect(horizon)

@@ -15,8 +15,10 @@ class KeyedState:
 
     Buckets are keyed by the msgpack encoding of their key. A bucket the
     operator got from `get` may be changed in place, but the operator hands
-    every changed bucket back with `put`, or `delete`s it once it holds
-    nothing, so a store that writes to a state store writes only what changed.
+    every changed bucket back with `put`, so a store that writes to a state
+    store writes only what changed. A bucket put back may hold nothing
+    (`bucket.empty`): the store drops it, at once or when it next looks at
+    the key, and until then may hand it out again, as good as a new one.
     """
 
     def __init__(self):
@@ -41,9 +43,6 @@ class KeyedState:
         raise NotImplementedError
 
     def put(self, key: bytes, bucket):
-        raise NotImplementedError
-
-    def delete(self, key: bytes):
         raise NotImplementedError
 
     def due(self, time) -> list:
@@ -85,29 +84,31 @@ class DictState(KeyedState):
         self._sweep_spacing = sweep_spacing
 
     def put(self, key, bucket):
-        self._buckets[key] = bucket
         self._puts += 1
-        if key not in self._is_queued:
-            latest = bucket.latest
-            horizon = self._horizon
-            if latest is not None and latest > horizon:
-                self._is_queued.add(key)
-                due = latest
-                if horizon > -math.inf:  # halfway there, or at the first time it can forget something if later
-                    first = bucket.forgets_from
-                    if first is not None:
-                        due = horizon + (latest - horizon) // 2
-                        if first > due:
-                            due = first
-                keys = self._queued.get(due)
-                if keys is None:
-                    self._queued[due] = [key]
-                    heappush(self._times, due)
-                else:
-                    keys.append(key)
-
-    def delete(self, key):
-        self._buckets.pop(key, None)
+        if key in self._is_queued:  # a key in use: an empty bucket is dropped once the key is due
+            self._buckets[key] = bucket
+            return
+        latest = bucket.latest
+        if latest is None and bucket.empty:
+            self._buckets.pop(key, None)
+            return
+        self._buckets[key] = bucket
+        horizon = self._horizon
+        if latest is not None and latest > horizon:
+            self._is_queued.add(key)
+            due = latest
+            if horizon > -math.inf:  # halfway there, or at the first time it can forget something if later
+                first = bucket.forgets_from
+                if first is not None:
+                    due = horizon + (latest - horizon) // 2
+                    if first > due:
+                        due = first
+            keys = self._queued.get(due)
+            if keys is None:
+                self._queued[due] = [key]
+                heappush(self._times, due)
+            else:
+                keys.append(key)
 
     def due(self, time):
         self._horizon = time

@@ -30,10 +30,10 @@ class EncodedState(KeyedState):
         return None if blob is None else self.operator.load_bucket(msgpack.unpackb(blob))
 
     def put(self, key, bucket):
-        self.blobs[key] = msgpack.packb(self.operator.dump_bucket(bucket))
-
-    def delete(self, key):
-        self.blobs.pop(key, None)
+        if bucket.empty:
+            self.blobs.pop(key, None)
+        else:
+            self.blobs[key] = msgpack.packb(self.operator.dump_bucket(bucket))
 
     def due(self, time):
         return list(self.blobs)
@@ -171,6 +171,21 @@ def test_a_punctuation_deletes_the_buckets_it_empties():
     assert state.get(pack("a")) is not None and state.get(pack("b")) is not None
     run(grouping, state, [5, 6])
     assert state.get(pack("a")) is None and state.get(pack("b")) is None
+
+
+def test_a_bucket_a_tombstone_empties_serves_as_new_until_its_punctuation_drops_it():
+    operator = StatefulLoop("echo", key=lambda v: 0, update=lambda state, v: (None, [v]))
+    state = DictState(sweep_spacing=1)
+    first = item(1, 5)
+    assert [tombstone for tombstone, _, _, _ in run(operator, state, [first, tombstone_of(first)])] == [False, True]
+    assert state.get(pack(0)).empty  # the key is queued for its punctuation, which drops it
+    assert [data for _, _, data, _ in run(operator, state, [item(2, 7)])] == [pack(7)]
+    run(operator, state, [3])
+    assert state.get(pack(0)) is None
+    assert run(operator, state, [tombstone_of(item(4, 1)), item(4, 1)]) == []  # they cancel where they meet
+    assert state.get(pack(0)).empty
+    run(operator, state, [5])
+    assert state.get(pack(0)) is None
 
 
 def test_a_punctuation_deletes_a_stateful_key_whose_state_is_back_to_none():

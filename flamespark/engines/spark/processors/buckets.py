@@ -94,9 +94,6 @@ class StoreBuckets(KeyedState):
     def put(self, key, bucket):
         self._held[key] = bucket
 
-    def delete(self, key):
-        self._held[key] = None
-
     def due(self, time):
         return [key for key, bucket in self._held.items() if bucket is not None]
 
@@ -104,7 +101,7 @@ class StoreBuckets(KeyedState):
         """Put the buckets back into their entries, or take the emptied ones out."""
         for key, bucket in self._held.items():
             entry = self._entries.of(key)
-            if bucket is None:
+            if bucket is None or bucket.empty:
                 entry.pop(self._index, None)
             else:
                 entry[self._index] = self._dump(bucket)

@@ -2,8 +2,10 @@
 
 A stateless operator runs inline (`inline(send)`). A boundary operator
 (keyed, or the baseline's buffer) is handed its state on every call:
-`process(item, state)` and `punctuate(T, state)`; the engine keeps the state
-(`new_state()`, or its own implementation of `operators.store.KeyedState`).
+`process(item, state)` and `punctuate(T, state)`, or, as engines run it, the
+items of a step at once (`take(items, state, send)`) and then `flush(state)`;
+the engine keeps the state (`new_state()`, or its own implementation of
+`operators.store.KeyedState`).
 Engines only move items between operators; none re-implements their logic.
 """
 from operators.buffer_sort import BufferSort

@@ -89,6 +89,13 @@ class BoundaryOperator(Operator):
         """`process`, except that work may wait for the next `flush`."""
         return self.process(item, state)
 
+    def take(self, items, state, send):
+        """`add` each of `items` in turn, handing the items each makes to `send` (as engines run a boundary
+        operator: all that reached it in a step at once)."""
+        for item in items:
+            for made in self.add(item, state):
+                send(made)
+
     def flush(self, state) -> list:
         """Do the work `add` calls left waiting since the last flush (engines flush at the end of each step,
         and so before a punctuation); returns the items it makes."""

@@ -15,9 +15,11 @@ class Bucket:
     Buckets stay small (punctuations trim them), so a plain sorted list with
     bisect beats a tree; an in-order item is a plain append.
 
-    `add` returns the window changes as `(is_tombstone, window)` pairs, where a
-    window is the tuple of the last `window` visible items ending at one item:
-    tombstones for the windows that disappeared, then the windows that appeared.
+    `add(item, run)` returns what `run(window, is_tombstone)` makes of each
+    window change, where a window is the tuple of the last `window` visible
+    items ending at one item: tombstones for the windows that disappeared,
+    then the windows that appeared (`changes(item)` gives the changes as
+    `(is_tombstone, window)` pairs).
     """
 
     __slots__ = ("window", "_order", "_items", "_counts")
@@ -54,7 +56,11 @@ class Bucket:
         """The visible items in meta order."""
         return [self._items[identity] for identity in self._order]
 
-    def add(self, item) -> list:
+    def add(self, item, run) -> list:
+        return [run(window, tombstone) for tombstone, window in self.changes(item)]
+
+    def changes(self, item) -> list:
+        """Add `item` or tombstone; returns the window changes, as `(is_tombstone, window)` pairs."""
         identity = item.identity
         before = self._counts.get(identity, 0)
         after = before - 1 if item.tombstone else before + 1

@@ -30,16 +30,14 @@ class WindowedGrouping(KeyedOperator):
     def dump_bucket(self, bucket: Bucket) -> list:
         return bucket.dump()
 
-    def apply(self, bucket, item):
-        return [window_item(window, tombstone) for tombstone, window in bucket.add(item)]
-
-
-def window_item(window, tombstone) -> Item:
-    """The item whose payload is the tuple of the window's payloads."""
-    return Item(
-        window[-1].meta,
-        tuple(element.payload for element in window),
-        pack_encoded_tuple([element.data for element in window]),
-        tombstone,
-        max(element.arrival for element in window),
-    )
+    @staticmethod
+    def run(window, tombstone) -> Item:
+        """What a key's bucket makes of a window it adds or retracts: the item whose payload is the tuple of the
+        window's payloads, with the meta of its last item."""
+        return Item(
+            window[-1].meta,
+            tuple(element.payload for element in window),
+            pack_encoded_tuple([element.data for element in window]),
+            tombstone,
+            max(element.arrival for element in window),
+        )

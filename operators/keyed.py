@@ -12,9 +12,14 @@ class KeyedOperator(BoundaryOperator):
     On a punctuation `T` a bucket drops its items with `ts <= T` except the last
     `window - 1`, which later windows may still need. Buckets are collected
     at the punctuations at which the state says they are due.
-    Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`, `dump_bucket`) and
-    implement `apply(bucket, item)`. An engine that spreads keys over shards
-    places a key by `shard_of`: `shard(key)` if given, else the key itself.
+    Subclasses say what a key's bucket is (`new_bucket`, `load_bucket`,
+    `dump_bucket`) and give `run`, the function its buckets make their
+    results with: a bucket's `add(item, run)` adds an item or tombstone and
+    returns the items that change makes (a list or tuple the caller reads
+    and must not change: it may be the bucket's own), and a bucket that left
+    work waiting (`dirty`) does it in `flush(run)`. An engine that spreads
+    keys over shards places a key by `shard_of`: `shard(key)` if given, else
+    the key itself.
     """
 
     def __init__(self, name, key, shard=None):
@@ -71,25 +76,36 @@ class KeyedOperator(BoundaryOperator):
         waited = self.flush(state)
         return [*out, *waited] if waited else out
 
-    def add(self, item, state):
-        return self.process_keyed(self.key_of(item), item, state)
-
-    def process_keyed(self, key_data: bytes, item, state):
-        """Add `item`, whose key encoding (`key_of`) the caller has already; returns the items that makes.
+    def add(self, item, state) -> list:
+        """The items that adding `item` makes.
 
         A bucket may leave part of the work waiting (a `StateLog`'s re-run
         after a tombstone, which the removed item's replacement usually
         follows): the engine must `flush` before the end of its step, and so
         before a punctuation.
         """
-        bucket = state.get(key_data)
-        if bucket is None:
-            bucket = self.new_bucket()
-        out = self.apply(bucket, item)
-        if bucket.dirty is not None:
-            state.defer(key_data)
-        state.put(key_data, bucket)
-        return out
+        made = []
+        self.take((item,), state, made.append)
+        return made
+
+    def take(self, items, state, send):
+        # One loop for all the items, with `key_of` inlined (its error handling runs only if something fails):
+        # the calls per item through `add`, `key_of` and the operator's own `apply` were 4.8 % of an in-order run.
+        key, run, get, put, new_bucket = self.key, self.run, state.get, state.put, self.new_bucket
+        for item in items:
+            try:
+                key_data = pack(key(item.payload))
+            except Exception:
+                key_data = self.key_of(item)  # which raises the error naming what failed
+            bucket = get(key_data)
+            if bucket is None:
+                bucket = new_bucket()
+            made = bucket.add(item, run)
+            if bucket.dirty is not None:
+                state.defer(key_data)
+            put(key_data, bucket)
+            for output in made:
+                send(output)
 
     def flush(self, state) -> list:
         """Do the work buckets left waiting since the last flush; returns the items it makes."""
@@ -99,13 +115,9 @@ class KeyedOperator(BoundaryOperator):
         for key_data in dict.fromkeys(state.take_deferred()):
             bucket = state.get(key_data)
             if bucket is not None:
-                out.extend(self.finish(bucket))
+                out.extend(bucket.flush(self.run))
                 state.put(key_data, bucket)
         return out
-
-    def finish(self, bucket) -> list:
-        """Do the work `bucket` left waiting (it has none unless its kind defers some)."""
-        return []
 
     def new_bucket(self):
         """An empty bucket for a key seen for the first time."""
@@ -117,11 +129,6 @@ class KeyedOperator(BoundaryOperator):
 
     def dump_bucket(self, bucket) -> list:
         """The bucket as msgpack-able lists, which `load_bucket` takes back."""
-        raise NotImplementedError
-
-    def apply(self, bucket, item) -> list:
-        """Add `item` to its key's `bucket`; returns the items that change makes (a list or tuple the caller reads
-        and must not change: it may be the bucket's own)."""
         raise NotImplementedError
 
     def punctuate(self, time, state):

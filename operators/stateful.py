@@ -3,7 +3,7 @@ from flamespark.core.codec import pack, unpack
 from flamespark.core.errors import FlameSparkError, UserFunctionError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.keyed import KeyedOperator
-from operators.statelog import NO_STATE, NondeterministicUpdate, StateLog, Step
+from operators.statelog import NO_STATE, StateLog, Step
 from operators.stored_log import StoredLog, dump_log
 
 
@@ -31,31 +31,14 @@ class StatefulLoop(KeyedOperator):
         return StateLog()
 
     def load_bucket(self, dumped) -> StoredLog:
-        return StoredLog.load(dumped)
+        return StoredLog.load(dumped, self.name)
 
     def dump_bucket(self, log: StateLog) -> list:
         return dump_log(log)
 
-    def apply(self, log, item):
-        try:
-            return log.add(item, self._combine)
-        except NondeterministicUpdate as exc:
-            raise self._nondeterministic(exc.item) from None
-
-    def finish(self, log) -> list:
-        try:
-            return log.flush(self._combine)
-        except NondeterministicUpdate as exc:
-            raise self._nondeterministic(exc.item) from None
-
-    def _nondeterministic(self, item) -> UserFunctionError:
-        return UserFunctionError(
-            f"update function of stateful operator {self.name!r} is not deterministic: run again from the same "
-            f"state on {item.meta.describe()}, it made other outputs than the first time"
-        )
-
-    def _combine(self, item, previous) -> Step:
-        """The combine map: `update` on `item` after step `previous` (None for a key's first item)."""
+    def run(self, item, previous) -> Step:
+        """The combine map, with which a key's log applies items: `update` on `item` after step `previous` (None
+        for a key's first item)."""
         if previous is None:
             state, base, arrival = None, NO_STATE, item.arrival
         else:

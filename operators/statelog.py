@@ -62,14 +62,6 @@ class Step:
         return self.outputs
 
 
-class NondeterministicUpdate(Exception):
-    """Run again on `item` from the same state, `update` made other outputs than the first time."""
-
-    def __init__(self, item):
-        super().__init__(item)
-        self.item = item
-
-
 def outputs_digest(outputs) -> int:
     """A checksum of the outputs' encodings, which a stored step keeps in their place."""
     return zlib.crc32(b"".join(output.data for output in outputs))  # msgpack encodings delimit themselves

@@ -18,7 +18,7 @@ from), and packs only the steps it decoded or added.
 >>> log = StateLog()
 >>> for ts in range(10):
 ...     _ = log.add(Item(Meta(ts, "s", 0, (ts,)), ts, pack(ts)), count)
->>> stored = StoredLog.load(dump_log(log))
+>>> stored = StoredLog.load(dump_log(log), "count")
 >>> _ = stored.add(Item(Meta(10, "s", 0, (10,)), 10, pack(10)), count)
 >>> len(stored.packed.times), len(stored.steps), stored.steps[-1].state  # the tenth step decoded only as the base
 (10, 1, 11)
@@ -28,8 +28,17 @@ from bisect import bisect_left, bisect_right
 import msgpack
 
 from flamespark.core.codec import unpack
+from flamespark.core.errors import UserFunctionError
 from flamespark.core.items import Item, Meta, new_meta
-from operators.statelog import NO_STATE, NondeterministicUpdate, StateLog, Step, outputs_digest
+from operators.statelog import NO_STATE, StateLog, Step, outputs_digest
+
+
+class _OtherOutputs(Exception):
+    """A stored step's outputs, made again from the same state, differ from those it was stored with."""
+
+    def __init__(self, item):
+        super().__init__(item)
+        self.item = item
 
 
 def _decoded(slot, decode):
@@ -82,7 +91,7 @@ class StoredStep(Step):
         # `update` from the incoming state; the arrival passed on is the step's, which is at least its item's.
         outputs = run(self.item, Step(None, None, None, unpack(self.base), self.base, self.arrival, ())).outputs
         if outputs_digest(outputs) != self.dumped[7]:
-            raise NondeterministicUpdate(self.item)
+            raise _OtherOutputs(self.item)
         Step.outputs.__set__(self, outputs)
         return outputs
 
@@ -141,20 +150,24 @@ class StoredLog(StateLog):
     """A `StateLog` loaded from its dump, whose first steps stay packed until an item reaches them.
 
     While steps are packed, `base` is the last of them, so the decoded steps
-    start from it as they would from what a punctuation left.
+    start from it as they would from what a punctuation left. A stored step
+    keeps only a checksum of its outputs and makes them again when a re-run
+    needs them: if `update` then makes others, it is not deterministic, and
+    the log raises the UserFunctionError naming its `operator`.
     """
 
-    __slots__ = ("packed",)
+    __slots__ = ("packed", "operator")
 
-    def __init__(self):
+    def __init__(self, operator: str):
         super().__init__()
         self.packed = _NOTHING_PACKED
+        self.operator = operator
 
     @classmethod
-    def load(cls, dumped) -> "StoredLog":
-        """The log `dump_log` dumped."""
+    def load(cls, dumped, operator: str) -> "StoredLog":
+        """The log `dump_log` dumped, of a key of stateful operator `operator`."""
         base, times, lengths, data, pending, dirty = dumped
-        log = cls()
+        log = cls(operator)
         if pending:
             log.pending = {(new_meta(Meta, meta), payload): count for meta, payload, count in pending}
         if not times:
@@ -183,7 +196,22 @@ class StoredLog(StateLog):
         times = self.packed.times
         if times and times[-1] >= item.meta[0]:
             self._unpack(bisect_left(times, item.meta[0]))
-        return super().add(item, run)
+        try:
+            return super().add(item, run)
+        except _OtherOutputs as exc:
+            raise self._nondeterministic(exc.item) from None
+
+    def flush(self, run) -> list:
+        try:
+            return super().flush(run)
+        except _OtherOutputs as exc:
+            raise self._nondeterministic(exc.item) from None
+
+    def _nondeterministic(self, item) -> UserFunctionError:
+        return UserFunctionError(
+            f"update function of stateful operator {self.operator!r} is not deterministic: run again from the "
+            f"same state on {item.meta.describe()}, it made other outputs than the first time"
+        )
 
     def _unpack(self, index: int):
         """Decode the packed steps from `index` on, ahead of the decoded ones."""

@@ -30,18 +30,11 @@ class LiteralStatefulLoop(KeyedOperator):
         self.update = update
 
     def new_bucket(self):
-        return Bucket(2)
+        return FeedbackBucket()
 
-    def apply(self, bucket, item):
-        outputs, feedback = [], [item]
-        while feedback:
-            for tombstone, window in bucket.add(feedback.pop()):
-                state = self._combine(window, tombstone, outputs)
-                if state is not None:
-                    feedback.append(state)
-        return cancel_pairs(outputs)
-
-    def _combine(self, window, tombstone, outputs):
+    def run(self, window, tombstone, outputs):
+        """The combine map on one window change: adds the outputs it makes (or retracts) to `outputs`; returns the
+        state item to feed back, if any."""
         item = window[-1]
         if isinstance(item, StateItem):
             return None
@@ -58,6 +51,24 @@ class LiteralStatefulLoop(KeyedOperator):
             outputs.append(Item(meta, payload, encode(payload, self.name, meta), tombstone, arrival))
         meta = item.meta.child(0)
         return StateItem(meta, new_state, encode(new_state, self.name, meta), tombstone, arrival)
+
+
+class FeedbackBucket(Bucket):
+    """A window-2 bucket with the feedback edge: the state items the combine map makes are added to it again."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__(2)
+
+    def add(self, item, run) -> list:
+        outputs, feedback = [], [item]
+        while feedback:
+            for tombstone, window in self.changes(feedback.pop()):
+                state = run(window, tombstone, outputs)
+                if state is not None:
+                    feedback.append(state)
+        return cancel_pairs(outputs)
 
 
 def cancel_pairs(items: list) -> list:

@@ -73,7 +73,7 @@ def test_tombstone_before_its_item_cancels_silently():
 def window_changes(bucket, adds):
     net = Counter()
     for added in adds:
-        for tombstone, window in bucket.add(added):
+        for tombstone, window in bucket.changes(added):
             net[tuple(e.identity for e in window)] += -1 if tombstone else 1
     return +net, -net
 

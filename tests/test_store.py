@@ -300,12 +300,12 @@ def test_an_item_appended_in_order_drops_the_decoded_state_before_it_and_a_rerun
     operator = StatefulLoop("sums", key=lambda v: 0, update=collect)
     log = operator.new_bucket()
     for ts in (1, 3, 5):
-        operator.apply(log, item(ts, ts))
+        log.add(item(ts, ts), operator.run)
     assert [hasattr(step, "state") for step in log.steps] == [False, False, True]
-    removed = operator.apply(log, tombstone_of(log.steps[-1].item)) + operator.finish(log)
+    removed = log.add(tombstone_of(log.steps[-1].item), operator.run) + log.flush(operator.run)
     assert [(output.tombstone, output.payload) for output in removed] == [(True, 9)]
     assert [hasattr(step, "state") for step in log.steps] == [False, False]  # the step at 3 is last, encoded
-    assert [output.payload for output in operator.apply(log, item(6, 6))] == [10]
-    made = operator.apply(log, item(4, 4))  # re-runs from the step at 3, whose state it decodes
+    assert [output.payload for output in log.add(item(6, 6), operator.run)] == [10]
+    made = log.add(item(4, 4), operator.run)  # re-runs from the step at 3, whose state it decodes
     assert [(output.tombstone, output.payload) for output in made] == [(False, 8), (True, 10), (False, 14)]
     assert log.steps[-1].state == [1, 3, 4, 6]

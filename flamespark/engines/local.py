@@ -99,7 +99,7 @@ class LocalRun:
         # Per boundary operator, in topological order: how it takes items, finishes, punctuates, and whether it
         # punctuates at +inf (a keyed operator would only forget state the run is about to drop whole).
         self._operators = [
-            (op.add, op.flush, op.punctuate, self.states[name], self.deliver[name], self.waiting[name], name in buffers)
+            (op.take, op.flush, op.punctuate, self.states[name], self.deliver[name], self.waiting[name], name in buffers)
             for name, op in self.plan.operators.items() if op.boundary
         ]
 
@@ -235,9 +235,9 @@ class LocalRun:
         self.punctuations += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
         sent = False  # every operator was flushed at the end of the last step: until one sends, none need be
-        for add, flush, punctuate, state, send, waiting, at_inf in self._operators:
+        for take, flush, punctuate, state, send, waiting, at_inf in self._operators:
             if sent:
-                _take(add, flush, state, send, waiting)
+                _take(take, flush, state, send, waiting)
             if at_inf or time < inf:
                 for item in punctuate(time, state):
                     send(item)
@@ -270,8 +270,8 @@ class LocalRun:
         """End a step: every boundary operator, in topological order, takes the items that reached it and does
         the work it left waiting. So an operator's results all leave before the operators after it take any:
         those that go to a sink reach it without waiting for the work of the operators beside their path."""
-        for add, flush, _, state, send, waiting, _ in self._operators:
-            _take(add, flush, state, send, waiting)
+        for take, flush, _, state, send, waiting, _ in self._operators:
+            _take(take, flush, state, send, waiting)
 
     def _drop_operators(self):
         """After +inf nothing reaches an operator: free their state, by reference counting, before the barrier's
@@ -305,13 +305,11 @@ class LocalRun:
         return result
 
 
-def _take(add, flush, state, send, waiting: list):
+def _take(take, flush, state, send, waiting: list):
     """A boundary operator takes the items `waiting` for it (none reach it meanwhile: the graph has no cycle),
     then does the work it left waiting; what it makes goes on to `send`."""
     if waiting:
-        for item in waiting:
-            for out in add(item, state):
-                send(out)
+        take(waiting, state, send)
         waiting.clear()
     for out in flush(state):
         send(out)

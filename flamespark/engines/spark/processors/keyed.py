@@ -29,7 +29,7 @@ def _apply(topology, stage, items, stage_state, outbox, barrier, changes) -> lis
     staying = []
     for index, ((operator, item, cause), key_data) in enumerate(zip(items, keys)):
         state = stage_state.states[operator.name]
-        results = operator.process_keyed(key_data, item, state)
+        results = operator.add(item, state)
         # A tombstone's replacement sorts right after it: the work the tombstone left waits for it.
         if index + 1 == len(items) or items[index + 1][0] is not operator or keys[index + 1] != key_data:
             waited = operator.flush(state)

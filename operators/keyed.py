@@ -90,22 +90,27 @@ class KeyedOperator(BoundaryOperator):
 
     def take(self, items, state, send):
         # One loop for all the items, with `key_of` inlined (its error handling runs only if something fails):
-        # the calls per item through `add`, `key_of` and the operator's own `apply` were 4.8 % of an in-order run.
+        # the calls per item through `add`, `key_of` and the operator's own `apply` were 4.8 % of an in-order run,
+        # and a `put` for a key the store watches 1.8 %.
         key, run, get, put, new_bucket = self.key, self.run, state.get, state.put, self.new_bucket
+        watched = state.watched
         for item in items:
             try:
                 key_data = pack(key(item.payload))
             except Exception:
                 key_data = self.key_of(item)  # which raises the error naming what failed
             bucket = get(key_data)
-            if bucket is None:
+            new = bucket is None
+            if new:
                 bucket = new_bucket()
             made = bucket.add(item, run)
             if bucket.dirty is not None:
                 state.defer(key_data)
-            put(key_data, bucket)
+            if new or key_data not in watched:
+                put(key_data, bucket)
             for output in made:
                 send(output)
+        state.touched += len(items)
 
     def flush(self, state) -> list:
         """Do the work buckets left waiting since the last flush; returns the items it makes."""

@@ -14,14 +14,20 @@ class KeyedState:
     """One keyed operator's state, as its engine keeps it.
 
     Buckets are keyed by the msgpack encoding of their key. A bucket the
-    operator got from `get` may be changed in place, but the operator hands
-    every changed bucket back with `put`, so a store that writes to a state
-    store writes only what changed. A bucket put back may hold nothing
-    (`bucket.empty`): the store drops it, at once or when it next looks at
-    the key, and until then may hand it out again, as good as a new one.
+    operator got from `get` may be changed in place; the operator hands a new
+    bucket, and every changed one whose key is not in `watched`, back with
+    `put`, so a store that writes to a state store writes only what changed.
+    A bucket put back may hold nothing (`bucket.empty`): the store drops it,
+    at once or when it next looks at the key, and until then may hand it out
+    again, as good as a new one.
     """
 
     def __init__(self):
+        # The keys whose buckets the store holds as they are and looks at again by itself, so that a change in
+        # place needs no `put` (none here).
+        self.watched = ()
+        # Buckets touched since the store last reset the count: operators add the items they took.
+        self.touched = 0
         # The keys noted by `defer` since the last `take_deferred`: read it to see whether there are any (most
         # steps have none, and a look costs no call), take them with `take_deferred`.
         self.deferred = []
@@ -66,9 +72,10 @@ class DictState(KeyedState):
     then holds at most half a reorder latency's worth more than it must (at
     the latest event time, it would hold up to twice as much), and one that
     holds a single item is visited once. Keys are handed out
-    once at least `sweep_spacing` buckets were put since the last time, so a
-    collection is worth its cost, and only keys with something to forget are
-    visited.
+    once at least `sweep_spacing` buckets were touched (items taken, buckets
+    put) since the last time, so a collection is worth its cost, and only
+    keys with something to forget are visited. A queued key is `watched`:
+    its bucket is looked at when its time comes, however it changed.
     """
 
     def __init__(self, sweep_spacing: int = 1024):
@@ -78,13 +85,12 @@ class DictState(KeyedState):
         self.get = self._buckets.get
         self._queued = {}  # event time -> the keys due when a punctuation reaches it
         self._times = []  # heap of the times in `_queued`
-        self._is_queued = set()
+        self._is_queued = self.watched = set()
         self._horizon = -math.inf  # the latest punctuation: a bucket holding nothing later is settled
-        self._puts = 0
         self._sweep_spacing = sweep_spacing
 
     def put(self, key, bucket):
-        self._puts += 1
+        self.touched += 1
         if key in self._is_queued:  # a key in use: an empty bucket is dropped once the key is due
             self._buckets[key] = bucket
             return
@@ -113,9 +119,9 @@ class DictState(KeyedState):
     def due(self, time):
         self._horizon = time
         times = self._times
-        if self._puts < self._sweep_spacing or not times or times[0] > time:
+        if self.touched < self._sweep_spacing or not times or times[0] > time:
             return []
-        self._puts = 0
+        self.touched = 0
         keys = []
         while times and times[0] <= time:
             keys += self._queued.pop(heappop(times))

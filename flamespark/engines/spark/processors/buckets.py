@@ -82,7 +82,7 @@ class StoreBuckets(KeyedState):
         self._index = index
         self._load = operator.load_bucket
         self._dump = operator.dump_bucket
-        self._held = {}  # key -> bucket, or None where there is none
+        self._held = self.watched = {}  # key -> bucket, or None where there is none: `save` writes each back
 
     def get(self, key):
         if key in self._held:

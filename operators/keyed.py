@@ -71,7 +71,7 @@ class KeyedOperator(BoundaryOperator):
 
     def process(self, item, state):
         """The items that adding `item` makes, with any work it left waiting done (for running an operator
-        on its own; engines `add` and `flush`)."""
+        on its own; engines `take`, or `add`, and `flush`)."""
         out = self.add(item, state)
         waited = self.flush(state)
         return [*out, *waited] if waited else out

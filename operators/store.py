@@ -26,7 +26,8 @@ class KeyedState:
         # The keys whose buckets the store holds as they are and looks at again by itself, so that a change in
         # place needs no `put` (none here).
         self.watched = ()
-        # Buckets touched since the store last reset the count: operators add the items they took.
+        # Buckets touched since the store last reset the count: operators add the items they took, the local
+        # store its puts.
         self.touched = 0
         # The keys noted by `defer` since the last `take_deferred`: read it to see whether there are any (most
         # steps have none, and a look costs no call), take them with `take_deferred`.

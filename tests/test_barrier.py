@@ -177,6 +177,7 @@ def test_ties_are_never_late_with_zero_latency():
         ({"numbers": [("1", 1)]}, "input 'numbers', event #0: event time must be an integer"),
         ({"numbers": [(1.5, 1)]}, "event time must be an integer"),
         ({"numbers": [(True, 1)]}, "event time must be an integer"),
+        ({"numbers": [(-(1 << 63) - 1, 1)]}, "event #0: event time is out of range"),
         ({"numbers": [(1, 1), 7]}, "input 'numbers', event #1: expected a \\(ts, payload\\) pair"),
         ({"numbers": [], "other": []}, "no source named 'other'"),
         ({}, "no input given for source\\(s\\) 'numbers'"),

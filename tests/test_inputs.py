@@ -47,6 +47,8 @@ BAD_LINES = [
     ('{"ts": "soon"}', "'ts' must be an integer \\(ms\\), got \"soon\""),
     ('{"ts": 2.5}', "'ts' must be an integer \\(ms\\), got 2.5"),
     ('{"ts": true}', "'ts' must be an integer \\(ms\\), got true"),
+    ('{"ts": 9223372036854775808}', "'ts' is out of range: event times are signed 64-bit integers \\(ms\\), "
+                                    "got 9223372036854775808"),
 ]
 
 

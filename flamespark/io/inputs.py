@@ -33,10 +33,24 @@ def check_input_names(sources: list, inputs) -> None:
 # ------------------------------------------------------------------ one event
 
 
+# Event times travel as signed 64-bit integers (msgpack, Spark's LongType): any other int is refused on reading.
+EARLIEST_TIME, LATEST_TIME = -(1 << 63), (1 << 63) - 1
+
+
+def _time_problem(ts, field: str, shown: str) -> str | None:
+    """What makes `ts` no event time, said of `field`, or None."""
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        return f"{field} must be an integer (ms), got {shown}"
+    if not EARLIEST_TIME <= ts <= LATEST_TIME:
+        return f"{field} is out of range: event times are signed 64-bit integers (ms), got {shown}"
+    return None
+
+
 def check_event_time(ts, where: str) -> int:
     """The event time as an int, or InputError naming `where`."""
-    if isinstance(ts, bool) or not isinstance(ts, int):
-        raise InputError(f"{where}: event time must be an integer (ms), got {type(ts).__name__} {ts!r}")
+    problem = _time_problem(ts, "event time", f"{type(ts).__name__} {ts!r}")
+    if problem:
+        raise InputError(f"{where}: {problem}")
     return ts
 
 
@@ -56,8 +70,9 @@ def check_record(record, where: str) -> tuple:
     if "ts" not in record:
         raise InputError(f"{where}: missing event time field 'ts'")
     ts = record["ts"]
-    if isinstance(ts, bool) or not isinstance(ts, int):
-        raise InputError(f"{where}: 'ts' must be an integer (ms), got {_shown(ts)}")
+    problem = _time_problem(ts, "'ts'", _shown(ts))
+    if problem:
+        raise InputError(f"{where}: {problem}")
     return ts, record
 
 
@@ -225,7 +240,8 @@ def _checked_pairs(source: str, events):
             ts, payload = event
         except (TypeError, ValueError):
             ts = payload = None
-        if type(ts) is not int:  # what is not plainly right gets its error, naming the event, from check_pair
+        if type(ts) is not int or not EARLIEST_TIME <= ts <= LATEST_TIME:
+            # what is not plainly right gets its error, naming the event, from check_pair
             ts, payload = check_pair(event, f"input {source!r}, event #{position}")
         yield ts, payload
 

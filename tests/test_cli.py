@@ -106,6 +106,22 @@ def test_unknown_source_and_missing_file_are_named(tmp_path, capsys):
     assert "pipeline file '/no/pipeline.py' does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("sink, message", [
+    ("../escaped", "sink '../escaped': a sink's name is a file name in the output directory"),
+    ("metrics", "sink 'metrics': the name clashes with the run's own output"),
+])
+def test_a_sink_name_that_is_no_file_name_of_its_own_is_refused_before_anything_is_written(tmp_path, capsys, sink,
+                                                                                           message):
+    pipeline = tmp_path / "pipe.py"
+    pipeline.write_text(f"import flamespark as fs\ngraph = fs.Graph('g')\ngraph.source('readings').sink({sink!r})\n")
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    out = tmp_path / "nest" / "out"
+    assert main(["run", f"{pipeline}:graph", "--input", f"readings={events}", "--out", str(out), "--engine",
+                 "local"]) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "nest").exists()
+
+
 def test_help_and_graph_command(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--help"])

@@ -16,7 +16,7 @@ from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 from flamespark.tools.loader import load_graph
 
-RESERVED_OUTPUTS = ("late", "metrics")
+RESERVED_OUTPUTS = ("late", "metrics", "_checkpoint")
 
 
 def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
@@ -30,10 +30,29 @@ def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
     missing = [s for s in graph.sources if s not in inputs]
     if missing:
         raise InputError(f"no input for source(s) {', '.join(missing)}")
-    clashing = [s for s in graph.sinks if s in RESERVED_OUTPUTS]
-    if clashing:
-        raise InputError(f"sink name(s) {', '.join(clashing)} clash with the run's own output files")
+    check_sink_names(graph.sinks)
     return {name: Path(path) for name, path in inputs.items()}
+
+
+def check_sink_names(sinks: list):
+    """InputError unless every sink name makes files of its own inside the output directory: `<sink>.jsonl`,
+    `<sink>.changes.jsonl`, and with `--follow` the directories `<sink>/` and `<sink>.changes/`.
+
+    >>> check_sink_names(["index", "../index"])
+    Traceback (most recent call last):
+    ...
+    flamespark.core.errors.InputError: sink '../index': a sink's name is a file name in the output directory, so it cannot contain '/', '\\' or NUL, nor be '.' or '..'
+    """
+    for sink in sinks:
+        if sink in (".", "..") or any(character in sink for character in "/\\\0"):
+            raise InputError(f"sink {sink!r}: a sink's name is a file name in the output directory, so it cannot "
+                             f"contain '/', '\\' or NUL, nor be '.' or '..'")
+        if sink in RESERVED_OUTPUTS:
+            raise InputError(f"sink {sink!r}: the name clashes with the run's own output "
+                             f"(reserved: {', '.join(RESERVED_OUTPUTS)})")
+        if sink.endswith(".changes") and sink.removesuffix(".changes") in sinks:
+            raise InputError(f"sink {sink!r}: the name clashes with the changelog of sink "
+                             f"{sink.removesuffix('.changes')!r}")
 
 
 def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) -> Path:

@@ -76,7 +76,8 @@ def add_parser(commands):
     parser.add_argument("--mode", choices=MODES, default="optimistic",
                         help="optimistic (default) or the buffered baseline")
     parser.add_argument("--sink-format", choices=SINK_FORMATS, default="jsonl",
-                        help="file format of the sinks' outputs (default: jsonl); Parquet keeps dict payloads as columns")
+                        help="file format of the sinks' outputs (default: jsonl); Parquet keeps dict payloads as columns, "
+                             "and a sink it cannot hold (a column of mixed types) is written as JSONL, with an error")
     parser.add_argument("--follow", action="store_true",
                         help="keep reading input directories for new files until Ctrl-C, which stops cleanly "
                              "(exit status 0; rerun with the same --checkpoint to go on); each micro-batch's releases "

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from flamespark.api import run_with_options
-from flamespark.core.errors import InputError
+from flamespark.core.errors import InputError, PayloadError
 from flamespark.io.atomic import write_atomic
 from flamespark.io.checkpoint import claim, file_digest
 from flamespark.io.inputs import check_input_files
 from flamespark.io.jsonl import write_jsonl
-from flamespark.io.sinks import write_values
+from flamespark.io.sinks import write_sink
 from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 from flamespark.tools.loader import load_graph
@@ -94,7 +94,9 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     keeps its checkpoint in `checkpoint` (default `out/_checkpoint`); rerun
     with the same one to resume. With `changes`, each sink's changelog goes
     to `out/<sink>.changes.jsonl` (a `follow` run's to `out/<sink>.changes/`,
-    batch by batch). The other options are `flamespark.run`'s.
+    batch by batch). A sink whose outputs Parquet cannot hold is written as
+    JSONL, and the run then raises the PayloadError saying so. The other
+    options are `flamespark.run`'s.
     """
     graph = load_graph(pipeline)
     paths = check_inputs(graph, inputs)
@@ -114,11 +116,15 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     if engine != "local":
         claim_pipeline(given["checkpoint"], pipeline)
     result = run_with_options(graph, paths, options)
+    fallbacks = []
     if not follow:
         for sink, values in result.outputs.items():
-            write_values(out / sink, values, sink_format)
+            fallbacks.append(write_sink(out / sink, values, sink_format))
         write_jsonl(out / "late.jsonl", result.late)
         for sink, records in result.changes.items():
             write_jsonl(changelog_path(out, sink), records)
     write_atomic(out / "metrics.json", json.dumps(result.metrics, indent=2) + "\n")
+    fallbacks = [problem for problem in fallbacks if problem]
+    if fallbacks:
+        raise PayloadError("; ".join(fallbacks))  # after everything is written: the run's outputs are all kept
     return result

@@ -14,7 +14,7 @@ from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_tuples, unpack_cause
 from flamespark.io.atomic import write_atomic
-from flamespark.io.sinks import write_values
+from flamespark.io.sinks import write_sink, write_values
 from flamespark.result import Result
 from flamespark.runtime.changes import Change, Changelog, records
 from flamespark.runtime.metrics import percentiles, run_metrics
@@ -67,8 +67,9 @@ class BatchCollector:
         name = f"batch-{part['batch']:08d}"
         for sink in self.sinks:
             values = [unpack(data) for target, data, _ in part["outputs"] if target == sink]
-            if values:
-                write_values(self.output / sink / name, values, self.output_format)
+            problem = write_sink(self.output / sink / name, values, self.output_format) if values else None
+            if problem:
+                sys.stderr.write(f"\nflamespark: batch {part['batch']} of sink {sink!r}: {problem}\n")
         if part["late"]:
             write_values(self.output / "late" / name, [unpack(data) for data in part["late"]], "jsonl")
         for sink, changes in records(batch_changes(part), self.sinks).items():

@@ -1,0 +1,48 @@
+"""Sink files: Parquet keeps every key of dict payloads as a column, and a sink Parquet cannot hold loses nothing."""
+import json
+
+import pyarrow.parquet as pq
+
+from flamespark.cli import main
+from flamespark.io.sinks import write_values
+from tests.test_cli import write_lines
+
+
+def test_parquet_has_a_column_for_every_key_any_payload_has(tmp_path):
+    values = [{"other": [1, 2]}, {"ts": 1, "sensor": "a"}, {"ts": 2, "other": [3]}]
+    written = write_values(tmp_path / "out", values, "parquet")
+    assert written.name == "out.parquet"
+    assert pq.read_table(written).to_pylist() == [
+        {"other": [1, 2], "ts": None, "sensor": None}, {"other": None, "ts": 1, "sensor": "a"},
+        {"other": [3], "ts": 2, "sensor": None}]
+
+
+def test_parquet_puts_other_payloads_in_one_column(tmp_path):
+    assert pq.read_table(write_values(tmp_path / "out", [3, 1], "parquet")).to_pylist() == [{"value": 3},
+                                                                                            {"value": 1}]
+
+
+def test_a_sink_parquet_cannot_hold_is_written_as_jsonl_with_the_rest_and_the_run_says_so(tmp_path, capsys):
+    pipeline = tmp_path / "pipe.py"
+    pipeline.write_text(
+        "import flamespark as fs\n"
+        "graph = fs.Graph('g')\n"
+        "events = graph.source('events')\n"
+        "events.map(lambda e: {'v': e['v']}, name='v').sink('mixed')\n"
+        "events.map(lambda e: {'ts': e['ts']}, name='ts').sink('plain')\n"
+    )
+    events = write_lines(tmp_path / "e.jsonl", [json.dumps({"ts": 1, "v": 1}), json.dumps({"ts": 2, "v": "two"}),
+                                                json.dumps({"ts": 3, "v": 3})])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mixed.parquet").write_bytes(b"an earlier run's file")
+    code = main(["run", f"{pipeline}:graph", "--input", f"events={events}", "--out", str(out), "--engine", "local",
+                 "--sink-format", "parquet"])
+    assert code == 1
+    assert ("cannot write mixed.parquet as Parquet: column 'v' holds str in row 1 where row 0 holds int"
+            in capsys.readouterr().err)
+    assert [json.loads(line) for line in (out / "mixed.jsonl").read_text().splitlines()] == [
+        {"v": 1}, {"v": "two"}, {"v": 3}]
+    assert not (out / "mixed.parquet").exists()
+    assert pq.read_table(out / "plain.parquet").to_pylist() == [{"ts": 1}, {"ts": 2}, {"ts": 3}]
+    assert (out / "late.jsonl").exists() and json.loads((out / "metrics.json").read_text())["released"] == 6

@@ -122,6 +122,31 @@ def test_a_sink_name_that_is_no_file_name_of_its_own_is_refused_before_anything_
     assert not (tmp_path / "nest").exists()
 
 
+@pytest.mark.parametrize("source, spec, message", [
+    ("import flamespark as fs\n\nraise ValueError('no config')\n", "pipe.py:graph",
+     "pipe.py:3: loading the pipeline raised ValueError: no config"),
+    ("import flamespark as fs\ngraph = fs.Graph(\n", "pipe.py:graph", "pipe.py:2: loading the pipeline raised SyntaxError"),
+    ("def graph(name):\n    pass\n", "pipe.py:graph",
+     "pipe.py:graph: calling it with no arguments to make the Graph raised TypeError"),
+    ("graph = 3\n", "pipe.py:graph", "pipe.py has no flamespark.Graph named 'graph'"),
+    ("", "pipe.txt:graph", "pipe.txt' is not a Python file (PATH.py)"),
+])
+def test_a_pipeline_that_does_not_load_is_named_with_its_line(tmp_path, capsys, source, spec, message):
+    for name in ("pipe.py", "pipe.txt"):
+        (tmp_path / name).write_text(source)
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    assert main(["run", str(tmp_path / spec), "--input", f"readings={events}", "--out", str(tmp_path / "out"),
+                 "--engine", "local"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_attr_may_name_a_function_that_makes_the_graph(capsys):
+    assert main(["graph", str(Path(PIPELINE.rpartition(":")[0]).with_name("inverted_index.py")) + ":build"]) == 0
+    assert "digraph" in capsys.readouterr().out
+
+
 def test_help_and_graph_command(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--help"])

@@ -5,6 +5,9 @@ import argparse
 import math
 import re
 
+PIPELINE_HELP = ("Python file and the Graph in it: ATTR names a Graph, or a function of no arguments that returns "
+                 "one (default: graph)")
+
 # The master URLs Spark takes: local, local[N], local[*], local[N,F], local-cluster[N,C,M], or a cluster's URL.
 _MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s|mesos)://\S+|yarn")
 

@@ -1,14 +1,15 @@
 """`flamespark graph`: a pipeline's logical graph as Graphviz DOT."""
 import sys
 
+from flamespark.cli.arguments import PIPELINE_HELP
+
 
 def add_parser(commands):
     parser = commands.add_parser("graph", help="print a pipeline's logical graph as Graphviz DOT",
                                  description="Print the logical graph of a pipeline as Graphviz DOT on stdout "
                                              "(a stateful operator shows as its grouping and combine map with "
                                              "the feedback edge).")
-    parser.add_argument("pipeline", metavar="PATH.py:ATTR",
-                        help="Python file and the Graph in it (ATTR defaults to 'graph')")
+    parser.add_argument("pipeline", metavar="PATH.py:ATTR", help=PIPELINE_HELP)
     parser.set_defaults(handler=command)
 
 

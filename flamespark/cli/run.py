@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from flamespark.runtime.options import ENGINES, MODES
-from flamespark.cli.arguments import non_negative_int, positive_float, positive_int, spark_master
+from flamespark.cli.arguments import PIPELINE_HELP, non_negative_int, positive_float, positive_int, spark_master
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.progress import POLICIES
 
@@ -32,7 +32,7 @@ class _Inputs(argparse.Action):
 
 def add_pipeline_arguments(parser: argparse.ArgumentParser):
     """The pipeline, its inputs, the output directory and the run options: shared by `run` and `bench`."""
-    parser.add_argument("pipeline", metavar="PATH.py:ATTR", help="Python file and the Graph in it (ATTR defaults to 'graph')")
+    parser.add_argument("pipeline", metavar="PATH.py:ATTR", help=PIPELINE_HELP)
     parser.add_argument("--input", metavar="NAME=PATH", action=_Inputs, type=_input_pair, required=True,
                         help="events for source NAME: a JSONL file (one object per line with an integer 'ts'), or a "
                              "directory of such .jsonl files or of .parquet files with an integer column 'ts' "

@@ -1,6 +1,7 @@
 """Loading a user's graph from `PATH.py:ATTR`."""
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
 from flamespark.core.errors import InputError
@@ -13,6 +14,8 @@ def load_module(path):
     path = Path(path)
     if not path.is_file():
         raise InputError(f"pipeline file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise InputError(f"pipeline file {str(path)!r} is not a Python file (PATH.py)")
     module_name = f"flamespark_pipeline_{path.stem}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(module_spec)
@@ -20,21 +23,36 @@ def load_module(path):
     sys.path.insert(0, str(path.resolve().parent))
     try:
         module_spec.loader.exec_module(module)
+    except Exception as exc:
+        raise InputError(f"{_place(exc, path)}: loading the pipeline raised {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.pop(0)
     ship_by_value(module)  # Spark's workers cannot import it by its name
     return module
 
 
+def _place(exc: Exception, path: Path) -> str:
+    """`path:line` of the pipeline file's line that raised `exc` (or its syntax error), or `path`."""
+    if isinstance(exc, SyntaxError) and exc.lineno and Path(exc.filename or "") == path:
+        return f"{path}:{exc.lineno}"
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if Path(frame.filename) == path]
+    return f"{path}:{lines[-1]}" if lines else str(path)
+
+
 def load_graph(spec: str) -> Graph:
-    """The Graph named ATTR in the Python file PATH (`PATH.py:ATTR`; ATTR defaults to `graph`)."""
+    """The Graph named ATTR in the Python file PATH (`PATH.py:ATTR`; ATTR defaults to `graph`), or made by calling
+    ATTR if it is a function of no arguments."""
     path_text, _, attr = spec.rpartition(":") if ":" in spec else (spec, ":", "graph")
     if not Path(path_text).is_file():
         raise InputError(f"pipeline file {path_text!r} does not exist (expected PATH.py:ATTR)")
     graph = getattr(load_module(path_text), attr, None)
     if callable(graph) and not isinstance(graph, Graph):
-        graph = graph()
+        try:
+            graph = graph()
+        except Exception as exc:
+            raise InputError(f"{path_text}:{attr}: calling it with no arguments to make the Graph raised "
+                             f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(graph, Graph):
-        raise InputError(f"{path_text} has no flamespark.Graph named {attr!r}")
+        raise InputError(f"{path_text} has no flamespark.Graph named {attr!r} (nor a function of no arguments "
+                         f"that returns one)")
     return graph
-

@@ -372,6 +372,40 @@ def test_user_function_error_names_operator_and_event(spark):
     assert "operator 'sum' raised ZeroDivisionError: no threes (on event ts=3 of source 'numbers'" in str(local.value)
 
 
+PIPELINE_FAILING_ON_THREES = """
+import flamespark as fs
+
+
+def add(total, reading):
+    if reading["value"] == {failing}:
+        raise ZeroDivisionError("no threes")
+    total = (total or 0) + reading["value"]
+    return total, [total]
+
+
+graph = fs.Graph("sums")
+graph.source("readings").stateful(key=lambda r: r["sensor"], update=add, name="sum").sink("sums")
+"""
+
+
+def test_a_run_that_failed_before_its_first_commit_reruns_afresh_once_fixed(spark, tmp_path, capsys):
+    """A run that failed in its first micro-batch left nothing to resume: the fixed pipeline, rerun with the same
+    command, starts afresh; one that committed a batch stays bound to its pipeline."""
+    pipeline, events, out = tmp_path / "sums.py", tmp_path / "events.jsonl", tmp_path / "out"
+    events.write_text("".join(json.dumps({"ts": ts, "sensor": "ab"[ts % 2], "value": ts}) + "\n" for ts in range(6)))
+    command = ["run", f"{pipeline}:graph", "--input", f"readings={events}", "--out", str(out), "--engine", "spark",
+               "--master", "local[2]"]
+    pipeline.write_text(PIPELINE_FAILING_ON_THREES.format(failing=3))
+    assert main(command) == 1
+    assert "operator 'sum' raised ZeroDivisionError: no threes" in capsys.readouterr().err
+    pipeline.write_text(PIPELINE_FAILING_ON_THREES.format(failing=-1))
+    assert main(command) == 0, capsys.readouterr().err
+    assert [json.loads(line) for line in (out / "sums.jsonl").read_text().splitlines()] == [0, 1, 2, 4, 6, 9]
+    pipeline.write_text(PIPELINE_FAILING_ON_THREES.format(failing=-2))
+    assert main(command) == 1
+    assert "belongs to a run with a different pipeline" in capsys.readouterr().err
+
+
 def test_sharded_operators_fed_by_sharded_ones_join_their_stage():
     graph = graphs.sharded_collectors()
     assert Topology(graph, "optimistic", 2).stage_names([]) == [

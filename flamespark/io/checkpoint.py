@@ -17,10 +17,17 @@ def file_digest(path) -> str:
     return digest.hexdigest()
 
 
+def committed_a_batch(location: Path) -> bool:
+    """Whether the Spark streaming query checkpointed at `location` committed a micro-batch (its `commits/` log
+    has an entry): until then it left no state or output that a rerun could resume."""
+    commits = Path(location) / "commits"
+    return commits.is_dir() and any(not entry.name.startswith(".") for entry in commits.iterdir())
+
+
 def claim(checkpoint: Path, record: str, what: dict, started: bool):
     """Record `what` a run's outputs depend on in `checkpoint/record`, or refuse if it differs.
 
-    Only a run that has `started` (left query state behind) is binding; a
+    Only a run that has `started` (committed a micro-batch) is binding; a
     claim on a checkpoint nothing has started from is simply rewritten.
     """
     path = Path(checkpoint) / record

@@ -8,7 +8,7 @@ from pathlib import Path
 from flamespark.api import run_with_options
 from flamespark.core.errors import InputError, PayloadError
 from flamespark.io.atomic import write_atomic
-from flamespark.io.checkpoint import claim, file_digest
+from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.io.inputs import check_input_files
 from flamespark.io.jsonl import write_jsonl
 from flamespark.io.sinks import write_sink
@@ -74,7 +74,7 @@ def claim_pipeline(checkpoint: Path, pipeline: str):
     """Refuse to resume a checkpoint made with a different pipeline file (the engine checks the rest)."""
     pipeline_path, _, attr = pipeline.rpartition(":") if ":" in pipeline else (pipeline, "", "graph")
     claim(checkpoint, "pipeline.json", {"pipeline": [file_digest(pipeline_path), attr]},
-          started=(checkpoint / "checkpoint").exists())
+          started=committed_a_batch(checkpoint / "checkpoint"))
 
 
 def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",

@@ -33,7 +33,7 @@ from flamespark.engines.spark.rows import (
 )
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
-from flamespark.io.checkpoint import claim, file_digest
+from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.core.errors import FlameSparkError
 from flamespark.io.inputs import check_input_names, count_events, directory_format, is_path, source_events
 from flamespark.core.items import Meta, encode
@@ -248,11 +248,17 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
         register_noted()
         topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))
+        resuming = committed_a_batch(workdir / "checkpoint")
+        if not resuming:
+            # A query stopped or failed before its first commit left nothing to resume (the batch in flight is
+            # redone): a rerun starts afresh, whatever it was run with, rather than resume a plan it may not fit.
+            shutil.rmtree(workdir / "checkpoint", ignore_errors=True)
+            shutil.rmtree(workdir / "parts", ignore_errors=True)
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
             "idle_timeout": idle_timeout, "shards": shards, "ingest_partitions": partitions,
             "inputs": _fingerprint(prepared), "changes": options.changes, "state_layout": STATE_LAYOUT,
-        }, started=(workdir / "checkpoint").exists())
+        }, started=resuming)
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))

@@ -46,7 +46,7 @@ class KeyedOperator(BoundaryOperator):
         try:
             return pack(key)
         except (TypeError, ValueError, OverflowError):
-            return encode(key, self.name, item.meta)  # raises the PayloadError naming the event
+            return encode(key, self.name, item.meta, "a key")  # raises the PayloadError naming the event
 
     def shard_of(self, item) -> bytes:
         """The msgpack encoding of what places the item's key on a shard: `shard(key)`, or the key."""
@@ -67,7 +67,7 @@ class KeyedOperator(BoundaryOperator):
         try:
             return pack(value)
         except (TypeError, ValueError, OverflowError):
-            return encode(value, self.name, item.meta)  # raises the PayloadError naming the event
+            return encode(value, self.name, item.meta, "a shard value")  # raises the PayloadError naming the event
 
     def process(self, item, state):
         """The items that adding `item` makes, with any work it left waiting done (for running an operator

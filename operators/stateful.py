@@ -65,8 +65,9 @@ class StatefulLoop(KeyedOperator):
                 outputs.append(Item(new_meta(Meta, meta + (index,)), payload, pack(payload), False, arrival))
             state_data = pack(new_state)
         except (TypeError, ValueError, OverflowError):
-            for index, payload in enumerate((*results, new_state)):
-                encode(payload, self.name, meta.child(index))  # raises the PayloadError naming the event
+            for index, payload in enumerate(results):  # raises the PayloadError naming the event
+                encode(payload, self.name, meta.child(index))
+            encode(new_state, self.name, meta, "a state")
             raise
         # A tuple holds its items in one block, 32 bytes less than a list of two (the count per word's steps); the
         # steps that emit nothing (a collector's, until its last part) share the empty one.

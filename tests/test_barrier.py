@@ -181,7 +181,7 @@ def test_ties_are_never_late_with_zero_latency():
         ({"numbers": [(1, 1), 7]}, "input 'numbers', event #1: expected a \\(ts, payload\\) pair"),
         ({"numbers": [], "other": []}, "no source named 'other'"),
         ({}, "no input given for source\\(s\\) 'numbers'"),
-        ({"numbers": [(1, {1, 2})]}, "operator 'numbers' produced a payload msgpack cannot encode for event ts=1"),
+        ({"numbers": [(1, {1, 2})]}, "source 'numbers' produced a payload msgpack cannot encode for event ts=1"),
     ],
 )
 def test_bad_input_is_named(inputs, message):

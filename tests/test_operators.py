@@ -218,6 +218,18 @@ def test_unencodable_output_names_operator_and_event(op):
         op.process(item(3, 1))
 
 
+@pytest.mark.parametrize("graph_of, what", [
+    (lambda numbers: numbers.stateful(key=lambda v: 0, update=lambda s, v: ({v}, [v]), name="to_set"), "a state"),
+    (lambda numbers: numbers.stateful(key=lambda v: {v}, update=lambda s, v: (v, [v]), name="to_set"), "a key"),
+    (lambda numbers: numbers.group_by(key=lambda v: {v}, window=2, name="to_set"), "a key"),
+])
+def test_an_unencodable_state_or_key_is_named_as_such(graph_of, what):
+    graph = fs.Graph("sets")
+    graph_of(graph.source("numbers")).sink("out")
+    with pytest.raises(fs.PayloadError, match=rf"operator 'to_set' produced {what} msgpack cannot encode for event ts=3"):
+        fs.run(graph, {"numbers": [(3, 1)]})
+
+
 @pytest.mark.parametrize(
     "update, message",
     [

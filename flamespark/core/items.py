@@ -108,12 +108,17 @@ class Item:
         return f"{kind}({self.meta.ts}, {self.meta.source!r}, {self.meta.path}, {self.payload!r})"
 
 
-def encode(payload, operator: str, meta: Meta) -> bytes:
-    """Encode a payload, naming the operator and the event if msgpack cannot."""
+def encode(value, name: str, meta: Meta, what: str = "a payload", kind: str = "operator") -> bytes:
+    """Encode `value`, or raise the PayloadError naming the `kind` (operator or source) `name` that made it, `what`
+    it is (a payload, a key, a state) and the event.
+
+    >>> encode({1, 2}, "count", Meta(5, "s", 0, (0,)), what="a state")
+    Traceback (most recent call last):
+    ...
+    flamespark.core.errors.PayloadError: operator 'count' produced a state msgpack cannot encode for event ts=5 of source 's': cannot encode object of type set: {1, 2}
+    """
     try:
-        return pack(payload)
+        return pack(value)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise PayloadError(
-            f"operator {operator!r} produced a payload msgpack cannot encode "
-            f"for {meta.describe()}: {exc}"
-        ) from None
+        raise PayloadError(f"{kind} {name!r} produced {what} msgpack cannot encode for {meta.describe()}: {exc}") \
+            from None

@@ -43,7 +43,7 @@ from flamespark.runtime.options import RunOptions
 def _encoded_events(source, given):
     """`(ts, payload bytes)` pairs, checked, from a JSONL file or an iterable of `(ts, payload)`."""
     for ts, payload in source_events(source, given):
-        yield ts, encode(payload, source, Meta(ts, source, 0, ()))
+        yield ts, encode(payload, source, Meta(ts, source, 0, ()), kind="source")
 
 
 def _process(stream, processor, group_column, timed=False, keep_event_time=False):

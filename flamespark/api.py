@@ -5,7 +5,8 @@ from flamespark.runtime.options import RunOptions
 
 
 def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, late="drop",
-        punctuate_every=1, **engine_options) -> Result:
+        punctuate_every=1, *, rate=None, changes=False, progress=None, idle_timeout=None,
+        **engine_options) -> Result:
     """Run `graph` over `inputs` and return the released outputs.
 
     `inputs` maps each source name to an iterable of `(ts, payload)` pairs in
@@ -20,7 +21,11 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     also has each sink's changelog: every output as soon as it is computed
     (`+`) and, at the end of the event's step, every retraction (`-`, naming
     the late event that caused it). With `progress` the run keeps a status
-    line on stderr (by default, if stderr is a terminal).
+    line on stderr (by default, if stderr is a terminal). `idle_timeout` (s,
+    Spark) stops a silent source from holding back the others' releases. The
+    Spark engine's own options (`master`, `checkpoint`, `shards`,
+    `max_rows_per_batch`, `ingest_partitions`, `follow`, `output`, ...) are
+    `engine_options`.
     Every option is checked before the engine starts; a bad one raises
     OptionError, the same on every engine. So is every event of a file or
     directory input: a bad one raises InputError naming its file and line
@@ -38,7 +43,8 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     >>> [(c["op"], c["ts"], c["payload"]) for c in late.changes["out"]]
     [('+', 2, 2), ('+', 4, 6), ('+', 0, 6), ('+', 2, 8), ('+', 4, 12), ('-', 2, 2), ('-', 4, 6)]
     """
-    options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, **engine_options)
+    options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, idle_timeout=idle_timeout,
+                            rate=rate, changes=changes, progress=progress, **engine_options)
     check_input_names(graph.sources, inputs)
     check_input_files(inputs)
     return run_with_options(graph, inputs, options)

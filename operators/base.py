@@ -1,4 +1,8 @@
 """What every operator shares: its name and guarded calls into user code."""
+import os
+import traceback
+from pathlib import Path
+
 from flamespark.core.errors import FlameSparkError, UserFunctionError
 
 _REPR_LIMIT = 200
@@ -7,6 +11,21 @@ _REPR_LIMIT = 200
 def _short(payload) -> str:
     text = repr(payload)
     return text if len(text) <= _REPR_LIMIT else text[:_REPR_LIMIT] + "..."
+
+
+# FlameSpark's own code, whose frames a traceback passes through on its way to the user's function.
+_OWN_CODE = tuple(f"{directory}{os.sep}"
+                  for directory in (Path(__file__).parent, Path(__file__).parents[1] / "flamespark"))
+
+
+def _raised_at(exc: Exception) -> str:
+    """`, at FILE:LINE in FUNCTION` of the innermost frame of `exc`'s traceback outside FlameSpark's own code (the
+    user's function, or what it called), or nothing if there is none."""
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if not frame.filename.startswith(_OWN_CODE)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f", at {frame.filename}:{frame.lineno} in {frame.name}"
 
 
 class Operator:
@@ -58,10 +77,12 @@ class Operator:
         return call
 
     def failure(self, role: str, exc: Exception, item) -> UserFunctionError:
-        """The error to raise when the `role` function raised `exc` on `item`."""
+        """The error to raise when the `role` function raised `exc` on `item`. It says where, as a command line
+        shows only the message."""
         return UserFunctionError(
             f"{role} function of {self.kind} operator {self.name!r} raised "
             f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
+            f"{_raised_at(exc)}"
         )
 
 

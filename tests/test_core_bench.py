@@ -57,3 +57,16 @@ def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):
     with pytest.raises(InputError, match="nothing.jsonl"):
         bench_core(tmp_path / "nothing.jsonl", **examples, progress=said.append)
     assert said == []  # no run had started
+
+
+def test_the_command_finds_the_examples_from_any_directory_and_names_the_option_for_a_missing_one(
+        tmp_path, monkeypatch, capsys):
+    from flamespark.cli import build_parser, main
+
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["bench-core", "docs.jsonl"])
+    assert args.index_pipeline == EXAMPLES / "inverted_index.py" and args.sum_pipeline == EXAMPLES / "running_sum.py"
+    write_jsonl(tmp_path / "docs.jsonl", [{"ts": 0, "doc_id": 0, "text": "a b"}])
+    assert main(["bench-core", "docs.jsonl", "--sum-pipeline", "gone.py"]) == 1
+    assert "gone.py: no such file; the examples come with the repository's checkout, so give their path with " \
+           "--sum-pipeline" in capsys.readouterr().err

@@ -212,6 +212,20 @@ def test_user_function_error_names_operator_and_event():
         op.process(item(7, 0))
 
 
+def _reciprocal_of_a_field(payload):
+    return 1 / payload["n"]
+
+
+def test_user_function_error_says_where_it_was_raised_in_user_code():
+    """The innermost frame outside FlameSpark's code: the line of the user's function that raised."""
+    graph = fs.Graph("where")
+    graph.source("s").map(_reciprocal_of_a_field, name="reciprocal").sink("out")
+    line = _reciprocal_of_a_field.__code__.co_firstlineno + 1
+    with pytest.raises(fs.UserFunctionError) as raised:
+        fs.run(graph, {"s": [(1, {"n": 2}), (2, {"m": 0})]})
+    assert str(raised.value).endswith(f"payload {{'m': 0}}), at {__file__}:{line} in _reciprocal_of_a_field")
+
+
 @pytest.mark.parametrize("op", [MapOperator("to_set", lambda v: {v}), FlatMapOperator("to_set", lambda v: [v, {v}])])
 def test_unencodable_output_names_operator_and_event(op):
     with pytest.raises(fs.PayloadError, match=r"operator 'to_set' produced a payload msgpack cannot encode for event ts=3"):

@@ -64,7 +64,7 @@ def test_an_unknown_engine_is_named():
 
 @pytest.mark.parametrize("engine, options, message", [
     ("local", {"rate": 10, "master": "local[1]"},
-     "the local engine takes no engine options, got master (options of engine='spark')"),
+     "the local engine takes no engine options, got master (options of the Spark engine)"),
     ("local", {"rate": 10, "punctuate_every": 5},
      "punctuate_every is for unpaced runs: a paced run punctuates after applying whatever has arrived"),
     ("local", {"idle_timeout": 5}, "idle_timeout needs engine='spark': the local engine reads its finite inputs in "
@@ -130,5 +130,5 @@ def test_the_cli_refuses_follow_and_idle_timeout_on_the_local_engine_before_writ
     code = main(["run", pipeline, "--input", f"readings={events}", "--out", str(out), "--engine", "local",
                  "--follow", "--idle-timeout", "2"])
     assert code == 1
-    assert "the local engine takes no engine options, got follow (options of engine='spark')" in capsys.readouterr().err
+    assert "the local engine takes no engine options, got follow (options of the Spark engine)" in capsys.readouterr().err
     assert not out.exists()

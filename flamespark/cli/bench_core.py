@@ -4,6 +4,10 @@ import sys
 from pathlib import Path
 
 from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
+from flamespark.core.errors import InputError
+
+# The examples sit beside the package in a checkout (an editable install runs from one).
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def add_parser(commands):
@@ -18,12 +22,12 @@ def add_parser(commands):
                     "Each run has a process of its own, so its peak memory is its own.")
     parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
                         help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
-    parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path, default=Path("examples/inverted_index.py"),
-                        help="the inverted-index example, with its in_order_index (default: %(default)s, from the "
-                             "repository's root)")
-    parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path, default=Path("examples/running_sum.py"),
-                        help="the running-sum example, with its readings() (default: %(default)s, from the "
-                             "repository's root)")
+    parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path, default=EXAMPLES / "inverted_index.py",
+                        help="the inverted-index example, with its in_order_index (default: the checkout's "
+                             "examples/inverted_index.py)")
+    parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path, default=EXAMPLES / "running_sum.py",
+                        help="the running-sum example, with its readings() (default: the checkout's "
+                             "examples/running_sum.py)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=3000,
                         help="reorder latency of the document runs (default: %(default)s)")
     parser.add_argument("--rate", metavar="DOCS_PER_S", type=positive_float, default=20.0,
@@ -50,6 +54,10 @@ def command(args) -> int:
     def say(text):
         print(f"bench-core: {text}", file=sys.stderr, flush=True)
 
+    for option, path in (("--index-pipeline", args.index_pipeline), ("--sum-pipeline", args.sum_pipeline)):
+        if not path.is_file():
+            raise InputError(f"{path}: no such file; the examples come with the repository's checkout, so give "
+                             f"their path with {option}")
     report = bench_core(args.docs, index_pipeline=args.index_pipeline, sum_pipeline=args.sum_pipeline,
                         reorder_latency=args.reorder_latency, rate=args.rate, overload_rate=args.overload_rate,
                         readings=args.readings, repeat=args.repeat, changelog_rate=args.changelog_rate, progress=say)

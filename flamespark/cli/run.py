@@ -41,7 +41,8 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=0,
                         help="how far (ms) an event may arrive behind the newest one of its source (default: 0)")
-    parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (dead-letter), adjust or fail")
+    parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (to the dead letters, DIR/late.jsonl; the default), adjust (to just "
+                             "after the punctuation) or fail")
     parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
                         help="offer the input events at this rate, in events/s over all sources taken in turn, "
                              "with latency counted from each event's arrival (on Spark, JSONL file inputs; "

@@ -89,7 +89,7 @@ class RunOptions:
         if self.engine == "local":
             if self.engine_options:
                 raise OptionError(f"the local engine takes no engine options, got {', '.join(self.engine_options)} "
-                                  f"(options of engine='spark')")
+                                  f"(options of the Spark engine)")
             if self.idle_timeout is not None:
                 raise OptionError("idle_timeout needs engine='spark': the local engine reads its finite inputs "
                                   "in turn, waiting on each, so no source falls silent while the others go on")

@@ -180,7 +180,7 @@ class SourceProgress:
         if self.late == "fail":
             raise LateEventError(
                 f"event ts={ts} of source {source!r} arrived after punctuation {punctuation} "
-                f"(payload {payload!r}); raise the reorder latency or use late='drop'/'adjust'"
+                f"(payload {payload!r}); raise the reorder latency or use the late policy drop or adjust"
             )
         if self.late == "adjust":
             state.late_adjusted += 1

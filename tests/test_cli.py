@@ -30,9 +30,10 @@ def run_cli(tmp_path, lines, *extra):
     return code, out
 
 
-def test_run_writes_sinks_late_and_metrics(tmp_path):
+def test_run_writes_sinks_late_and_metrics(tmp_path, capsys):
     code, out = run_cli(tmp_path, readings((10, "a", 1), (30, "a", 2), (20, "b", 5), (5, "a", 7)), "--reorder-latency", "15")
     assert code == 0
+    assert "released 3 record(s) from 3 event(s) applied (1 late one(s) dropped" in capsys.readouterr().err
     totals = [json.loads(line) for line in (out / "totals.jsonl").read_text().splitlines()]
     assert totals == [{"sensor": "a", "ts": 10, "total": 1}, {"sensor": "b", "ts": 20, "total": 5},
                       {"sensor": "a", "ts": 30, "total": 3}]

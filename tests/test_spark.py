@@ -561,9 +561,10 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
                                          r"at the barrier", line) for line in progress), lines
     assert min(int(line.split()[1].rstrip(":")) for line in progress) >= 1
     changes = metrics["changes"]
-    assert lines[-1] == (f"released {len(totals)} record(s) from {len(READINGS) - 2} event(s) "
-                         f"(late 2, replay ratio 1.000); outputs in {out}; {changes['added']} result(s) added "
-                         f"early, {changes['retracted']} retracted (changelogs: {out}/<sink>.changes.jsonl)")
+    assert lines[-1] == (f"released {len(totals)} record(s) from {len(READINGS) - 2} event(s) applied "
+                         f"(2 late one(s) dropped, replay ratio 1.000); outputs in {out}; "
+                         f"{changes['added']} result(s) added early, {changes['retracted']} retracted "
+                         f"(changelogs: {out}/<sink>.changes.jsonl)")
     assert len(progress) == len(lines) - 1, lines
 
     # Resuming that checkpoint with another reorder latency would mix two runs' state: refused.

@@ -109,8 +109,9 @@ def command(args) -> int:
               f"(checkpoint {checkpoint})", file=sys.stderr)
         return 130
     metrics = result.metrics
-    summary = (f"released {metrics['released']} record(s) from {metrics['events']} event(s) "
-               f"(late {metrics['late_dropped'] + metrics['late_adjusted']}, "
+    late = (f"{metrics['late_adjusted']} late one(s) adjusted" if args.late == "adjust"
+            else f"{metrics['late_dropped']} late one(s) dropped")
+    summary = (f"released {metrics['released']} record(s) from {metrics['events']} event(s) applied ({late}, "
                f"replay ratio {metrics['replay_ratio']:.3f}); outputs in {args.out}")
     if metrics["changes"] is not None:
         summary += (f"; {metrics['changes']['added']} result(s) added early, "

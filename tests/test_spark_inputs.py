@@ -195,7 +195,7 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
     lines = stderr.read_text().splitlines()
     assert len(lines) == 1 and re.fullmatch(
         rf"flamespark: stopped; released {len(read_directory(out / 'totals'))} record\(s\) from 60 event\(s\) "
-        rf"\(late 1, replay ratio [0-9.]+\); outputs in {re.escape(str(out))}; "
+        rf"applied \(1 late one\(s\) dropped, replay ratio [0-9.]+\); outputs in {re.escape(str(out))}; "
         rf"rerun the same command to go on \(checkpoint {re.escape(str(checkpoint))}\)", lines[0]), lines
 
     # What a follow run released is exactly the in-order output up to its punctuation, written batch by batch.

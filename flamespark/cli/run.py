@@ -41,8 +41,9 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=0,
                         help="how far (ms) an event may arrive behind the newest one of its source (default: 0)")
-    parser.add_argument("--late", choices=POLICIES, default="drop", help="late events: drop (to the dead letters, DIR/late.jsonl; the default), adjust (to just "
-                             "after the punctuation) or fail")
+    parser.add_argument("--late", choices=POLICIES, default="drop",
+                        help="late events: drop (to the dead letters, DIR/late.jsonl; the default), adjust (to "
+                             "just after the punctuation) or fail")
     parser.add_argument("--rate", metavar="EVENTS_PER_S", type=positive_float,
                         help="offer the input events at this rate, in events/s over all sources taken in turn, "
                              "with latency counted from each event's arrival (on Spark, JSONL file inputs; "
@@ -77,8 +78,9 @@ def add_parser(commands):
     parser.add_argument("--mode", choices=MODES, default="optimistic",
                         help="optimistic (default) or the buffered baseline")
     parser.add_argument("--sink-format", choices=SINK_FORMATS, default="jsonl",
-                        help="file format of the sinks' outputs (default: jsonl); Parquet keeps dict payloads as columns, "
-                             "and a sink it cannot hold (a column of mixed types) is written as JSONL, with an error")
+                        help="file format of the sinks' outputs (default: jsonl); Parquet keeps dict payloads as "
+                             "columns, and a sink it cannot hold (a column of mixed types) is written as JSONL, with "
+                             "an error")
     parser.add_argument("--follow", action="store_true",
                         help="keep reading input directories for new files until Ctrl-C, which stops cleanly "
                              "(exit status 0; rerun with the same --checkpoint to go on); each micro-batch's releases "

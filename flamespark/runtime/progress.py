@@ -30,7 +30,8 @@ def mint(source: str, ts: int, payload, arrival: float, position: int) -> Item:
     try:
         data = pack(payload)
     except (TypeError, ValueError, OverflowError):
-        data = encode(payload, source, Meta(ts, source, 0, ()), kind="source")  # raises the PayloadError naming the event
+        # raises the PayloadError naming the event
+        data = encode(payload, source, Meta(ts, source, 0, ()), kind="source")
     return Item(new_meta(Meta, (ts, source, event_tiebreak(data), position)), payload, data, False, arrival)
 
 

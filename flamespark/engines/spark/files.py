@@ -63,7 +63,8 @@ def _parquet_schema(source, directory) -> T.StructType:
 
 
 def _event_row(source, key, ts, payload, seq, now) -> tuple:
-    return (EVENT, source, key, ts, b"", encode(payload, source, Meta(ts, source, 0, ()), kind="source"), False, now, seq, None)
+    data = encode(payload, source, Meta(ts, source, 0, ()), kind="source")
+    return (EVENT, source, key, ts, b"", data, False, now, seq, None)
 
 
 def _record_batch(rows: list) -> pa.RecordBatch:

@@ -141,6 +141,15 @@ def test_an_iterable_is_checked_one_event_at_a_time():
         source_events("numbers", 42)
 
 
+def test_event_times_span_signed_64_bits_and_no_more():
+    edges = [(-(1 << 63), "first"), ((1 << 63) - 1, "last")]
+    assert list(source_events("numbers", edges)) == edges
+    for ts in (-(1 << 63) - 1, 1 << 63):
+        with pytest.raises(fs.InputError, match=rf"^input 'numbers', event #0: event time is out of range: event "
+                                                 rf"times are signed 64-bit integers \(ms\), got int {ts}$"):
+            list(source_events("numbers", [(ts, "beyond")]))
+
+
 # ----------------------------------------------------- run, on the local engine
 
 

@@ -240,8 +240,9 @@ def _checked_pairs(source: str, events):
             ts, payload = event
         except (TypeError, ValueError):
             ts = payload = None
-        if type(ts) is not int or not EARLIEST_TIME <= ts <= LATEST_TIME:
-            # what is not plainly right gets its error, naming the event, from check_pair
+        # What is not plainly right gets its error, naming the event, from check_pair (which takes -2**63, whose
+        # bit_length is 64); bit_length is cheaper here than two comparisons with numbers of 64 bits.
+        if type(ts) is not int or ts.bit_length() > 63:
             ts, payload = check_pair(event, f"input {source!r}, event #{position}")
         yield ts, payload
 

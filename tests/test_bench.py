@@ -64,7 +64,7 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     markdown = (out / "report.md").read_text()
     assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown
     err = capsys.readouterr().err
-    assert "bench: input: optimistic" in err and f"bench: report in {out / 'report.md'}" in err
+    assert "bench: optimistic mode on the input ..." in err and f"bench: report in {out / 'report.md'}" in err
     assert re.search(r"latency p50 speculative [0-9.]+ m?s, optimistic final [0-9.]+ m?s, buffered final", err)
 
 

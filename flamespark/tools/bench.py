@@ -76,22 +76,24 @@ class Runs:
             replace(self, rate=None, max_rows_per_batch=WARM_UP_BATCH_ROWS).run(graph, first, mode, "warm-up")
         return min(map(len, first.values()), default=0)
 
-    def compare(self, graph, events: dict, label: str, inputs: dict) -> tuple[dict, dict]:
+    def compare(self, graph, events: dict, label: str, inputs: dict, title: str) -> tuple[dict, dict]:
         """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
 
-        `events` are the (ts, payload) pairs per source in arrival order. Returns
-        the report entry and the raw latencies of each of LATENCIES.
+        `events` are the (ts, payload) pairs per source in arrival order;
+        `label` names the runs' checkpoints, `title` the input in progress
+        lines. Returns the report entry and the raw latencies of each of
+        LATENCIES.
         """
         entry = {"input": input_facts(events)}
         outputs, latencies, late = {}, {}, {}
         for mode in MODES:
-            _progress(f"{label}: {mode} ...")
+            _progress(f"{mode} mode on {title} ...")
             result = self.run(graph, inputs, mode, label)
             latencies[mode] = result.latencies_ms
             if mode == "optimistic":
                 latencies["speculative"] = result.speculative_latencies_ms
             metrics = result.metrics
-            _progress(f"{label}: {mode} done in {_number(metrics.get('wall_s'))} s, "
+            _progress(f"{mode} mode on {title}: done in {_number(metrics.get('wall_s'))} s, "
                       f"replay ratio {_number(metrics.get('replay_ratio'), 3)}, "
                       f"p50 {_number(metrics['latency_ms']['p50'], 1)} ms")
             entry[mode] = metrics
@@ -146,7 +148,8 @@ def sweep_points(graph, events: dict, runs: Runs, percents: Sequence[float], std
         disordered = {}
         for index, (name, pairs) in enumerate(ordered.items()):
             disordered[name] = disorder_pairs(pairs, percent, stddev_ms, seed + index)
-        entry, _ = runs.compare(graph, disordered, f"percent_{percent:g}", disordered)
+        entry, _ = runs.compare(graph, disordered, f"percent_{percent:g}", disordered,
+                                f"the input sorted, then {percent:g} % delayed")
         entry.update(percent=percent, stddev_ms=stddev_ms, seed=seed)
         points.append(entry)
     return points
@@ -168,7 +171,8 @@ def rate_points(graph, events: dict, runs: Runs, rates: Sequence[float], inputs:
     """Both modes on the same input offered at every rate of `rates` (events/s)."""
     points = []
     for rate in rates:
-        entry, _ = replace(runs, rate=rate).compare(graph, events, f"rate_{rate:g}", inputs)
+        entry, _ = replace(runs, rate=rate).compare(graph, events, f"rate_{rate:g}", inputs,
+                                                    f"the input at {rate:g} events/s")
         entry["rate"] = rate
         for mode in MODES:
             metrics = entry[mode]
@@ -225,7 +229,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
                 ingest_partitions)
     events = {name: read_input(name, path) for name, path in paths.items()}
     warmed = runs.warm_up(graph, events) if engine == "spark" else None
-    main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths)
+    main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths, "the input")
     report = {
         "pipeline": title or graph.name,
         "engine": engine,

@@ -46,3 +46,18 @@ def test_a_sink_parquet_cannot_hold_is_written_as_jsonl_with_the_rest_and_the_ru
     assert not (out / "mixed.parquet").exists()
     assert pq.read_table(out / "plain.parquet").to_pylist() == [{"ts": 1}, {"ts": 2}, {"ts": 3}]
     assert (out / "late.jsonl").exists() and json.loads((out / "metrics.json").read_text())["released"] == 6
+
+
+def test_a_follow_batch_parquet_cannot_hold_is_written_as_jsonl_and_said_on_stderr(tmp_path, capsys):
+    """The Spark collector's writer on a batch as its `foreachBatch` hands it over (no Spark needed to write it)."""
+    from flamespark.core.codec import pack
+    from flamespark.engines.spark.collector import BatchCollector
+
+    collector = BatchCollector(tmp_path / "parts", ["mixed", "plain"], output=tmp_path / "out",
+                               output_format="parquet")
+    outputs = [["mixed", pack({"v": 1}), 0.0], ["mixed", pack({"v": "two"}), 0.0], ["plain", pack({"v": 3}), 0.0]]
+    collector._write_output({"batch": 7, "outputs": outputs, "late": [], "changes": []})
+    assert (tmp_path / "out" / "mixed" / "batch-00000007.jsonl").read_text() == '{"v":1}\n{"v":"two"}\n'
+    assert pq.read_table(tmp_path / "out" / "plain" / "batch-00000007.parquet").to_pylist() == [{"v": 3}]
+    assert ("flamespark: batch 7 of sink 'mixed': cannot write batch-00000007.parquet as Parquet: column 'v' holds "
+            "str in row 1 where row 0 holds int" in capsys.readouterr().err)

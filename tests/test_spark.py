@@ -459,6 +459,14 @@ def test_unencodable_payloads_are_payload_errors(spark):
         run_spark(graphs.running_sum(), {"numbers": [(1, 2**70)]}, spark)
 
 
+def test_a_sink_name_that_is_no_file_name_is_refused_before_spark_writes_batches_for_it(spark, tmp_path):
+    graph = fs.Graph("escape")
+    graph.source("numbers").sink("../escaped")
+    with pytest.raises(fs.InputError, match=r"sink '\.\./escaped': a sink's name is a file name"):
+        run_spark(graph, {"numbers": [(1, 1)]}, spark, output=tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unknown_source_is_an_input_error(spark):
     with pytest.raises(fs.InputError, match=r"no source named 'digits'; the graph's sources are \['numbers'\]"):
         run_spark(graphs.running_sum(), {"numbers": [], "digits": []}, spark)

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flamespark.core.errors import PayloadError
+from flamespark.core.errors import InputError, PayloadError
 from flamespark.io.atomic import replacing
 from flamespark.io.jsonl import write_jsonl
 
 SINK_FORMATS = ("jsonl", "parquet")
+# What a run writes into its output directory beside the sinks' files.
+RESERVED_OUTPUTS = ("late", "metrics", "_checkpoint")
 
 
 def write_values(path, values: list, fmt: str):
@@ -66,3 +68,24 @@ def _mixed(column: list) -> str:
         if kind is not rows[0][1]:
             return f"holds {kind.__name__} in row {row} where row {rows[0][0]} holds {rows[0][1].__name__}"
     return "holds values Arrow cannot put in one column"
+
+
+def check_sink_names(sinks: list):
+    """InputError unless every sink name makes files of its own inside the output directory: `<sink>.jsonl`,
+    `<sink>.changes.jsonl`, and with `--follow` the directories `<sink>/` and `<sink>.changes/`.
+
+    >>> check_sink_names(["index", "../index"])
+    Traceback (most recent call last):
+    ...
+    flamespark.core.errors.InputError: sink '../index': a sink's name is a file name in the output directory, so it cannot contain '/', '\\' or NUL, nor be '.' or '..'
+    """
+    for sink in sinks:
+        if sink in (".", "..") or any(character in sink for character in "/\\\0"):
+            raise InputError(f"sink {sink!r}: a sink's name is a file name in the output directory, so it cannot "
+                             f"contain '/', '\\' or NUL, nor be '.' or '..'")
+        if sink in RESERVED_OUTPUTS:
+            raise InputError(f"sink {sink!r}: the name clashes with the run's own output "
+                             f"(reserved: {', '.join(RESERVED_OUTPUTS)})")
+        if sink.endswith(".changes") and sink.removesuffix(".changes") in sinks:
+            raise InputError(f"sink {sink!r}: the name clashes with the changelog of sink "
+                             f"{sink.removesuffix('.changes')!r}")

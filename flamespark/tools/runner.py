@@ -11,13 +11,10 @@ from flamespark.io.atomic import write_atomic
 from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.io.inputs import check_input_files
 from flamespark.io.jsonl import write_jsonl
-from flamespark.io.sinks import write_sink
+from flamespark.io.sinks import check_sink_names, write_sink
 from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 from flamespark.tools.loader import load_graph
-
-RESERVED_OUTPUTS = ("late", "metrics", "_checkpoint")
-
 
 def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
     """Map source name to input path (a file or a directory), checking names and that the paths exist."""
@@ -32,27 +29,6 @@ def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
         raise InputError(f"no input for source(s) {', '.join(missing)}")
     check_sink_names(graph.sinks)
     return {name: Path(path) for name, path in inputs.items()}
-
-
-def check_sink_names(sinks: list):
-    """InputError unless every sink name makes files of its own inside the output directory: `<sink>.jsonl`,
-    `<sink>.changes.jsonl`, and with `--follow` the directories `<sink>/` and `<sink>.changes/`.
-
-    >>> check_sink_names(["index", "../index"])
-    Traceback (most recent call last):
-    ...
-    flamespark.core.errors.InputError: sink '../index': a sink's name is a file name in the output directory, so it cannot contain '/', '\\' or NUL, nor be '.' or '..'
-    """
-    for sink in sinks:
-        if sink in (".", "..") or any(character in sink for character in "/\\\0"):
-            raise InputError(f"sink {sink!r}: a sink's name is a file name in the output directory, so it cannot "
-                             f"contain '/', '\\' or NUL, nor be '.' or '..'")
-        if sink in RESERVED_OUTPUTS:
-            raise InputError(f"sink {sink!r}: the name clashes with the run's own output "
-                             f"(reserved: {', '.join(RESERVED_OUTPUTS)})")
-        if sink.endswith(".changes") and sink.removesuffix(".changes") in sinks:
-            raise InputError(f"sink {sink!r}: the name clashes with the changelog of sink "
-                             f"{sink.removesuffix('.changes')!r}")
 
 
 def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) -> Path:

@@ -36,6 +36,7 @@ from flamespark.engines.spark.topology import Topology
 from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.core.errors import FlameSparkError
 from flamespark.io.inputs import check_input_names, count_events, directory_format, is_path, source_events
+from flamespark.io.sinks import check_sink_names
 from flamespark.core.items import Meta, encode
 from flamespark.runtime.options import RunOptions
 
@@ -235,6 +236,8 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     """
     graph.validate()
     check_input_names(graph.sources, inputs)
+    if output is not None:
+        check_sink_names(graph.sinks)
     mode, reorder_latency, late = options.mode, options.reorder_latency, options.late
     idle_timeout, rate = options.idle_timeout, options.rate
     _check_inputs_allow(inputs, rate, follow)

@@ -1,4 +1,5 @@
-"""Writing released payloads as JSONL or Parquet files, atomically."""
+"""Writing released payloads as JSONL or Parquet files, atomically, under sink names checked to stay inside the output
+directory."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -24,6 +24,8 @@ def test_core_bench_reports_every_run(tmp_path):
     assert report["in_order"]["outputs_equal"] is True
     assert report["in_order"]["ratio"] == report["in_order"]["engine"]["wall_s"] / report["in_order"]["plain"]["wall_s"]
     assert len(report["in_order"]["pair_ratios"]) == 2 and min(report["in_order"]["pair_ratios"]) > 0
+    assert report["in_order"]["engine"]["cpu_s"] > 0 and report["in_order"]["plain"]["cpu_s"] > 0
+    assert len(report["in_order"]["cpu_pair_ratios"]) == 2 and report["in_order"]["cpu_ratio"] > 0
     assert [entry["rate"] for entry in report["paced"]] == [2000, 2000, 100_000]
     for entry in report["paced"]:
         assert entry["outputs_equal"] is True
@@ -39,10 +41,12 @@ def test_core_bench_reports_every_run(tmp_path):
     spread = changelog["speculative_p50_ms"]
     assert len(spread) == 2 and changelog["paced"]["changes"]["speculative_latency_ms"]["p50"] == min(spread)
     assert len(changelog["pair_ratios"]) == 2 and all(ratio > 0 for ratio in changelog["pair_ratios"])
+    assert len(changelog["cpu_pair_ratios"]) == 2 and changelog["cpu_cost_ratio"] > 0
     text = table(report)
     assert "| **ratio** |" in text and "Outputs equal in every pair." in text and "pair by pair" in text
     assert "of which before the run" in text and "before its run started" in text and "the median of 2 runs" in text
-    assert "alternating pairs; pair by pair" in text
+    assert "| CPU (s) |" in text and "in CPU time" in text
+    assert f"**{report['in_order']['ratio']:.2f}x** | {report['in_order']['cpu_ratio']:.2f}x |" in text
 
 
 def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):

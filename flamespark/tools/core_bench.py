@@ -4,7 +4,8 @@ On one document file (the inverted-index example's input), in one run:
 
 - in order: the local engine against the example's plain in-order Python
   program (`in_order_index`), `repeat` alternating pairs of runs, and the
-  ratio of their median wall times (with each pair's ratio beside it);
+  ratio of their median wall times (with each pair's ratio beside it), and
+  of their median CPU times;
 - paced at `rate` documents/s with 30 % of the documents delayed by
   |N(0, 1000 ms)| and by |N(0, 100 ms)|, and the first of these paced far
   above what the engine sustains (`overload_rate`): both modes, with replay
@@ -18,7 +19,10 @@ On one document file (the inverted-index example's input), in one run:
   count, against the final one; every run's p50 beside it).
 
 Every measured run happens in a fresh process, so its peak memory is its own,
-with the engine imported before its clock starts.
+with the engine imported before its clock starts. Beside its wall time, a
+run's CPU time (user and system, of its process while it ran) is kept: on a
+shared machine, time that other work takes the cores away counts in the wall
+time and not in the CPU time, so ratios of CPU times move less from run to run.
 """
 from __future__ import annotations
 
@@ -70,6 +74,16 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class _Clock:
+    """A run's wall and CPU time (seconds), from its start to `read()`."""
+
+    def __init__(self):
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def read(self) -> dict:
+        return {"wall_s": time.perf_counter() - self._wall, "cpu_s": time.process_time() - self._cpu}
+
+
 def _load_engine():
     """Import the local engine now. `run` imports it on its first call, and every measured run is the first in
     its process: the import (17 ms here) would count in the run's wall time, where plain Python's counts none."""
@@ -93,16 +107,16 @@ def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int,
     arrival = _arrival(_documents(docs_path), disorder)
     _load_engine()
     before_mb = _peak_mb()
-    started = time.perf_counter()
+    clock = _Clock()
     result = run(module.graph, {"docs": arrival}, mode=mode, reorder_latency=reorder_latency, rate=rate,
                  changes=changes, progress=False)
-    wall_s = time.perf_counter() - started
+    times = clock.read()
     metrics = result.metrics
     return {
         "changes": metrics["changes"],
-        "wall_s": wall_s,
+        **times,
         "documents": len(arrival),
-        "documents_per_s": len(arrival) / wall_s,
+        "documents_per_s": len(arrival) / times["wall_s"],
         "released": metrics["released"],
         "replay_ratio": metrics["replay_ratio"],
         "late": metrics["late_dropped"] + metrics["late_adjusted"],
@@ -118,10 +132,9 @@ def _run_plain(pipeline: Path, docs_path: Path) -> dict:
     module = load_module(pipeline)
     docs = [payload for _, payload in _documents(docs_path)]
     before_mb = _peak_mb()
-    started = time.perf_counter()
+    clock = _Clock()
     outputs = module.in_order_index(docs)
-    return {"wall_s": time.perf_counter() - started, "peak_mb": _peak_mb(), "before_run_mb": before_mb,
-            "outputs": _digest(outputs)}
+    return {**clock.read(), "peak_mb": _peak_mb(), "before_run_mb": before_mb, "outputs": _digest(outputs)}
 
 
 def _run_sum(pipeline: Path, readings: int) -> dict:
@@ -129,10 +142,10 @@ def _run_sum(pipeline: Path, readings: int) -> dict:
     module = load_module(pipeline)
     events = [(reading["ts"], reading) for reading in module.readings(readings)]
     _load_engine()
-    started = time.perf_counter()
+    clock = _Clock()
     result = run(module.graph, {"readings": events}, progress=False)
-    wall_s = time.perf_counter() - started
-    return {"wall_s": wall_s, "events_per_s": readings / wall_s, "released": result.metrics["released"],
+    times = clock.read()
+    return {**times, "events_per_s": readings / times["wall_s"], "released": result.metrics["released"],
             "peak_mb": _peak_mb()}
 
 
@@ -185,7 +198,7 @@ def _check(docs: Path, index_pipeline: Path, sum_pipeline: Path):
 def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:
     """The local engine in order against the plain program, in `repeat` alternating pairs of runs: the run of
     each with the median wall time, their ratio, and each pair's ratio (a single pair moves by several per cent
-    from run to run)."""
+    from run to run); the same of CPU times."""
     plains, engines = [], []
     for index in range(repeat):
         say(f"in order: plain Python ({index + 1}/{repeat}) ...")
@@ -194,11 +207,27 @@ def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:
         engines.append(_in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, None, None))
     plain, engine = _median_run(plains, _WALL), _median_run(engines, _WALL)
     return {"engine": engine, "plain": plain, "ratio": engine["wall_s"] / plain["wall_s"],
-            "pair_ratios": [run["wall_s"] / yardstick["wall_s"] for yardstick, run in zip(plains, engines)],
+            "pair_ratios": _ratios(plains, engines, "wall_s"),
+            "cpu_ratio": _median_ratio(plains, engines, "cpu_s"),
+            "cpu_pair_ratios": _ratios(plains, engines, "cpu_s"),
             "outputs_equal": len({run["outputs"] for run in plains + engines}) == 1}
 
 
 _WALL = itemgetter("wall_s")
+
+
+def _values(runs: list, field: str) -> list:
+    return [run[field] for run in runs]
+
+
+def _median_ratio(yardsticks: list, runs: list, field: str) -> float:
+    """The median of the runs' `field` over the median of their yardsticks'."""
+    return statistics.median(_values(runs, field)) / statistics.median(_values(yardsticks, field))
+
+
+def _ratios(yardsticks: list, runs: list, field: str) -> list:
+    """Each run's `field` over its yardstick's, pair by pair."""
+    return [run[field] / yardstick[field] for yardstick, run in zip(yardsticks, runs)]
 
 
 def _median_run(runs: list, value) -> dict:
@@ -210,29 +239,33 @@ def _median_run(runs: list, value) -> dict:
 def _changelog(pipeline, docs, reorder_latency, disorder, rate, repeat, say) -> dict:
     """What the changelog costs unpaced (alternating runs without and with it), and its latency paced: `repeat`
     paced runs, as where a step falls between arrivals moves a run's speculative p50 by a quarter or more."""
-    walls = {False: [], True: []}
-    digests = set()
+    unpaced = {False: [], True: []}
     for index in range(repeat):
         for changes in (False, True):
             say(f"changelog {'on' if changes else 'off'}, {disorder.label}, unpaced ({index + 1}/{repeat}) ...")
-            measured = _in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, disorder, None, changes)
-            walls[changes].append(measured["wall_s"])
-            digests.add(measured["outputs"])
+            unpaced[changes].append(
+                _in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, disorder, None, changes))
     paced = []
     for index in range(repeat):
         say(f"changelog on, {disorder.label}, {rate:g} docs/s ({index + 1}/{repeat}) ...")
         paced.append(_in_child(_run_index, pipeline, docs, "optimistic", reorder_latency, disorder, rate, True))
     speculative = [run["changes"]["speculative_latency_ms"]["p50"] for run in paced]
-    off, on = statistics.median(walls[False]), statistics.median(walls[True])
-    pairs = [with_it / without for without, with_it in zip(walls[False], walls[True])]
-    return {"disorder": disorder.label, "wall_s": {"off": walls[False], "on": walls[True]},
-            "cost_ratio": on / off, "pair_ratios": pairs, "outputs_equal": len(digests) == 1, "rate": rate,
+    off, on = unpaced[False], unpaced[True]
+    return {"disorder": disorder.label, "wall_s": {"off": _values(off, "wall_s"), "on": _values(on, "wall_s")},
+            "cost_ratio": _median_ratio(off, on, "wall_s"), "pair_ratios": _ratios(off, on, "wall_s"),
+            "cpu_cost_ratio": _median_ratio(off, on, "cpu_s"),
+            "cpu_pair_ratios": _ratios(off, on, "cpu_s"),
+            "outputs_equal": len({run["outputs"] for run in off + on}) == 1, "rate": rate,
             "speculative_p50_ms": speculative,
             "paced": _median_run(paced, lambda run: run["changes"]["speculative_latency_ms"]["p50"])}
 
 
 def _number(value, digits=1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _listed(ratios: list, digits: int) -> str:
+    return ", ".join(f"{ratio:.{digits}f}x" for ratio in ratios)
 
 
 def table(report: dict) -> str:
@@ -242,14 +275,15 @@ def table(report: dict) -> str:
     lines = [
         f"Inverted index, {report['documents']} documents, reorder latency {report['reorder_latency_ms']} ms.",
         "",
-        "| in order | wall (s) | peak memory (MB) | of which before the run |",
-        "|---|---:|---:|---:|",
-        f"| local engine | {engine['wall_s']:.2f} | {engine['peak_mb']:.0f} | {engine['before_run_mb']:.0f} |",
-        f"| plain Python | {plain['wall_s']:.2f} | {plain['peak_mb']:.0f} | {plain['before_run_mb']:.0f} |",
-        f"| **ratio** | **{in_order['ratio']:.2f}x** | | |",
+        "| in order | wall (s) | CPU (s) | peak memory (MB) | of which before the run |",
+        "|---|---:|---:|---:|---:|",
+        *(f"| {name} | {run['wall_s']:.2f} | {run['cpu_s']:.2f} | {run['peak_mb']:.0f} | {run['before_run_mb']:.0f} |"
+          for name, run in (("local engine", engine), ("plain Python", plain))),
+        f"| **ratio** | **{in_order['ratio']:.2f}x** | {in_order['cpu_ratio']:.2f}x | | |",
         "",
-        f"In order: the runs with the median wall time of {len(in_order['pair_ratios'])} alternating pairs; "
-        f"pair by pair {', '.join(f'{ratio:.2f}x' for ratio in in_order['pair_ratios'])}.",
+        f"In order: the runs with the median wall time of {len(in_order['pair_ratios'])} alternating pairs "
+        f"(their CPU times as measured; the CPU ratio is of the median CPU times); pair by pair "
+        f"{_listed(in_order['pair_ratios'], 2)} in wall time, {_listed(in_order['cpu_pair_ratios'], 2)} in CPU time.",
         "",
         "| input | docs/s offered | mode | docs/s | replay ratio | p50 | p95 | p99 (ms) | peak MB |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|",
@@ -277,7 +311,8 @@ def table(report: dict) -> str:
         f"Changelog ({changelog['disorder']}): unpaced optimistic wall, median of {len(changelog['wall_s']['on'])}, "
         f"{statistics.median(changelog['wall_s']['off']):.2f} s without, "
         f"{statistics.median(changelog['wall_s']['on']):.2f} s with: **{changelog['cost_ratio']:.3f}x** "
-        f"({min(changelog['pair_ratios']):.3f}x to {max(changelog['pair_ratios']):.3f}x pair by pair). "
+        f"({min(changelog['pair_ratios']):.3f}x to {max(changelog['pair_ratios']):.3f}x pair by pair); in CPU time "
+        f"{changelog['cpu_cost_ratio']:.3f}x (pairs {_listed(changelog['cpu_pair_ratios'], 3)}). "
         f"Paced at {changelog['rate']:g} docs/s, the median of {len(changelog['speculative_p50_ms'])} runs "
         f"({', '.join(_number(p50) for p50 in changelog['speculative_p50_ms'])} ms): speculative latency p50 "
         f"{_number(paced['changes']['speculative_latency_ms']['p50'])} ms "

@@ -253,7 +253,8 @@ class Stream:
         """Per `key(payload)`, run `update(state, payload) -> (new_state, outputs)` in event-time order.
 
         `state` is None for a key's first payload; `outputs` is an iterable of
-        payloads. `update` must be deterministic and must not mutate its arguments.
+        payloads. `update` must be deterministic and must not mutate its payload;
+        it may change its state in place and return it, even one it emits.
         A late-arriving payload is applied in its place: here 2 arrives last
         and the later running sums of its key are corrected.
 

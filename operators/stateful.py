@@ -3,7 +3,7 @@ from flamespark.core.codec import pack, unpack
 from flamespark.core.errors import FlameSparkError, UserFunctionError
 from flamespark.core.items import Item, Meta, encode, new_meta
 from operators.keyed import KeyedOperator
-from operators.statelog import NO_STATE, StateLog, Step
+from operators.statelog import NO_STATE, UNCHANGEABLE, UNDECODED, StateLog, Step
 from operators.stored_log import StoredLog, dump_log
 
 
@@ -16,7 +16,8 @@ class StatefulLoop(KeyedOperator):
     test oracle, `tests/literal_stateful.py`). Per key it keeps a `StateLog`,
     so an item in order costs one `update` call, and a late item or a
     tombstone re-runs `update` only while the state it starts from changed.
-    `update` must be deterministic and must not mutate its arguments.
+    `update` must be deterministic and must not mutate its payload; it may
+    change its state in place (each call gets one no earlier output shares).
     """
 
     kind = "stateful"
@@ -43,9 +44,8 @@ class StatefulLoop(KeyedOperator):
             state, base, arrival = None, NO_STATE, item.arrival
         else:
             base = previous.state_data
-            try:
-                state = previous.state
-            except AttributeError:  # an item appended after `previous` dropped its decoded state
+            state = previous.state
+            if state is UNDECODED:
                 state = unpack(base)
             arrival = previous.arrival if previous.arrival > item.arrival else item.arrival
         try:
@@ -71,7 +71,15 @@ class StatefulLoop(KeyedOperator):
             raise
         # A tuple holds its items in one block, 32 bytes less than a list of two (the count per word's steps); the
         # steps that emit nothing (a collector's, until its last part) share the empty one.
-        return Step(item, meta, base, new_state, state_data, arrival, tuple(outputs))
+        step = Step(item, meta, base, new_state, state_data, arrival, tuple(outputs))
+        if results and type(new_state) not in UNCHANGEABLE:
+            for payload in results:
+                if payload is new_state:
+                    # An output that is the state itself stays as it was made, though the next `update` may change
+                    # the state it is given in place: that one gets the state decoded afresh.
+                    step.state = UNDECODED
+                    break
+        return step
 
     def _checked(self, item, result):
         """`(new_state, outputs)` from what `update` returned, or a UserFunctionError saying what is wrong."""

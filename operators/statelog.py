@@ -6,7 +6,9 @@ needs: per applied item a `Step` with the state it started from, the state
 after it and the outputs it made. States are kept encoded, and decoded as
 well where a step was made: an item appended in order drops the decoded
 state of the step before it, which only a re-run from there would read
-(and decodes again). An in-order item is one `update` call and an append;
+(and decodes again), and so does any run from a step whose state is a list
+or dict, which `update` may have changed in place (natural Python does).
+An in-order item is one `update` call and an append;
 a late item or a tombstone re-runs `update` from its place on, retracting
 exactly the outputs that change (an output equal to the old one at its
 place stays), and stops at the first step whose incoming state comes out as
@@ -27,6 +29,21 @@ from flamespark.core.errors import InternalError
 from flamespark.core.items import Item
 
 NO_STATE = pack(None)
+
+
+class _Undecoded:
+    """A step's `state` where it keeps its state only encoded (`state_data`). A value, not an empty slot: reading
+    an empty slot raises, which cost more than the decoding it spares on the paths that meet it most."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "UNDECODED"
+
+
+UNDECODED = _Undecoded()
+# Decoded states that no `update` can change in place, which a step keeps after handing them to one.
+UNCHANGEABLE = frozenset({int, float, str, bytes, bool, type(None)})
 
 
 class Step:
@@ -120,13 +137,11 @@ class StateLog:
         if self.dirty is None and (not steps or steps[-1].meta < meta):
             if not steps:
                 step = run(item, self.base)
+                _forget_changeable(self.base)
             else:
                 last = steps[-1]
                 step = run(item, last)
-                try:
-                    del last.state  # the next step starts from `step`: a re-run from `last` decodes `state_data`
-                except AttributeError:  # deleted before: `last` is last again since the step after it was removed
-                    pass
+                last.state = UNDECODED  # the next step starts from `step`: a re-run from `last` decodes `state_data`
             steps.append(step)
             return step.outputs
         position = self._find(meta, data)
@@ -134,7 +149,9 @@ class StateLog:
             steps[position].count += 1
             return []
         out = self.flush(run) if self.dirty is not None and position > self.dirty else []
-        step = run(item, steps[position - 1] if position else self.base)
+        previous = steps[position - 1] if position else self.base
+        step = run(item, previous)
+        _forget_changeable(previous)
         steps.insert(position, step)
         if self.dirty is not None:
             self.dirty += 1
@@ -198,6 +215,7 @@ class StateLog:
                     continue
                 break
             new = run(old.item, previous)
+            _forget_changeable(previous)
             new.count = old.count
             new.outputs = _keep_unchanged_outputs(old.made(run), new.outputs, out)
             steps[index] = new
@@ -223,6 +241,13 @@ class StateLog:
         return sum(count for (meta, _), count in self.pending.items() if meta.ts <= time)
 
 
+def _forget_changeable(step):
+    """Drop `step`'s decoded state (if any) after a run from it, unless `update` could not have changed it in
+    place: a later run from `step` decodes `state_data` afresh."""
+    if step is not None and type(step.state) not in UNCHANGEABLE:
+        step.state = UNDECODED
+
+
 def _base_after(step) -> Step:
     """What a log keeps of `step`, the last step a punctuation forgot: the state it left, decoded only if `step`
     had it decoded. A plain step is stripped of the rest in place, which spares a copy at every collection; a
@@ -231,12 +256,7 @@ def _base_after(step) -> Step:
         step.item = step.meta = step.base = None
         step.outputs = ()
         return step
-    base = Step(None, None, None, None, step.state_data, step.arrival, ())
-    try:
-        base.state = step.state
-    except AttributeError:
-        del base.state
-    return base
+    return Step(None, None, None, step.state, step.state_data, step.arrival, ())
 
 
 def _keep_unchanged_outputs(old, new, out: list) -> tuple:

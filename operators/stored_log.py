@@ -42,8 +42,7 @@ class _OtherOutputs(Exception):
 
 
 def _decoded(slot, decode):
-    """A property that reads the base class's `slot`, filled with `decode(step)` when first read; deleting it
-    empties the slot again."""
+    """A property that reads the base class's `slot`, filled with `decode(step)` when first read, and sets it."""
 
     def read(step):
         try:
@@ -53,7 +52,7 @@ def _decoded(slot, decode):
             slot.__set__(step, value)
             return value
 
-    return property(read, None, slot.__delete__)
+    return property(read, slot.__set__)
 
 
 def _stored_item(step) -> Item:

@@ -42,6 +42,23 @@ def chained_stateful():
     return g
 
 
+def _tally_in_place(state, value):
+    """Counts and sums a key's values in a dict it changes in place, and emits that dict: `update` must not
+    change what it is given, but natural Python does, and the outputs must be those of an in-order run all the
+    same."""
+    if state is None:
+        state = {"count": 0, "total": 0}
+    state["count"] += 1
+    state["total"] += value
+    return state, [state]
+
+
+def tally_in_place():
+    g = fs.Graph("tally_in_place")
+    g.source("numbers").stateful(key=lambda v: v % 2, update=_tally_in_place, name="tally").sink("tallies")
+    return g
+
+
 def _split_document(doc):
     words = doc["words"]
     return [{"doc": doc["id"], "word": w, "parts": len(words)} for w in words]

@@ -9,7 +9,7 @@ from tests.strategies import disordered, in_order_events, unique_documents
 from tests.reference import reference_run
 
 MODES = ["optimistic", "buffered"]
-NUMBER_GRAPHS = [graphs.running_sum, graphs.window3, graphs.chained_stateful]
+NUMBER_GRAPHS = [graphs.running_sum, graphs.window3, graphs.chained_stateful, graphs.tally_in_place]
 
 
 @st.composite

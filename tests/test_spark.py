@@ -63,8 +63,8 @@ def run_spark(graph, inputs, spark, **options):
 def all_graphs():
     """Every graph of tests/graphs.py as one graph (sources shared by name), so one query runs them all."""
     merged = fs.Graph("all_graphs")
-    for build in (graphs.running_sum, graphs.window3, graphs.chained_stateful, graphs.fanout_collector,
-                  graphs.sharded_collectors, graphs.two_sources):
+    for build in (graphs.running_sum, graphs.window3, graphs.chained_stateful, graphs.tally_in_place,
+                  graphs.fanout_collector, graphs.sharded_collectors, graphs.two_sources):
         for node in build().nodes.values():
             known = merged.nodes.setdefault(node.name, node)
             assert known is node or node.kind == "source", f"two graphs use the name {node.name!r}"

@@ -13,6 +13,7 @@ from flamespark.core.codec import pack
 from flamespark.core.errors import UserFunctionError
 from flamespark.core.items import Item, Meta
 from operators import DictState, KeyedState, StatefulLoop, WindowedGrouping
+from operators.statelog import UNDECODED
 from tests.graphs import running_sum_update
 from tests.strategies import disordered, in_order_events
 
@@ -301,10 +302,10 @@ def test_an_item_appended_in_order_drops_the_decoded_state_before_it_and_a_rerun
     log = operator.new_bucket()
     for ts in (1, 3, 5):
         log.add(item(ts, ts), operator.run)
-    assert [hasattr(step, "state") for step in log.steps] == [False, False, True]
+    assert [step.state is UNDECODED for step in log.steps] == [True, True, False]
     removed = log.add(tombstone_of(log.steps[-1].item), operator.run) + log.flush(operator.run)
     assert [(output.tombstone, output.payload) for output in removed] == [(True, 9)]
-    assert [hasattr(step, "state") for step in log.steps] == [False, False]  # the step at 3 is last, encoded
+    assert [step.state is UNDECODED for step in log.steps] == [True, True]  # the step at 3 is last, encoded
     assert [output.payload for output in log.add(item(6, 6), operator.run)] == [10]
     made = log.add(item(4, 4), operator.run)  # re-runs from the step at 3, whose state it decodes
     assert [(output.tombstone, output.payload) for output in made] == [(False, 8), (True, 10), (False, 14)]

@@ -279,6 +279,19 @@ class Stream:
         {'sensor': 'a', 'total': 1}
         {'sensor': 'a', 'total': 3}
         {'sensor': 'a', 'total': 6}
+
+        A state kept in a dict, changed in place and emitted as it is, gives
+        the same corrected outputs:
+
+        >>> def tally(state, reading):
+        ...     state = state or {"sensor": reading["sensor"], "total": 0}
+        ...     state["total"] += reading["value"]
+        ...     return state, [state]
+        >>> g = fs.Graph("tallies")
+        >>> g.source("readings").stateful(key=lambda r: r["sensor"], update=tally).sink("totals")
+        >>> fs.run(g, {"readings": events}, reorder_latency=5).outputs["totals"] == [
+        ...     {"sensor": "a", "total": 1}, {"sensor": "a", "total": 3}, {"sensor": "a", "total": 6}]
+        True
         """
         return self._then(
             "stateful", name, key=_callable(key, "stateful key", name), fn=_callable(update, "stateful update", name),

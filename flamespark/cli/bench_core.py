@@ -15,7 +15,7 @@ def add_parser(commands):
         "bench-core", help="the local engine against plain Python on the inverted index, paced and overloaded",
         description="On one file of documents (the inverted-index example's input), in one run: the local engine "
                     "in order against the example's plain Python program (in_order_index) and the ratio of their "
-                    "median times over --repeat alternating pairs; both modes paced at --rate documents/s with 30% "
+                    "median times, wall and CPU, over --repeat alternating pairs; both modes paced at --rate documents/s with 30% "
                     "of the documents delayed by |N(0, 1000 ms)| and by "
                     "|N(0, 100 ms)|, and the first of these at --overload-rate; the running-sum example in order; what "
                     "the changelog costs, and its speculative latency paced. "
@@ -38,7 +38,7 @@ def add_parser(commands):
                         help="running-sum readings (default: %(default)s)")
     parser.add_argument("--repeat", metavar="N", type=positive_int, default=3,
                         help="pairs of in-order runs (plain Python and the engine, alternating) and of runs "
-                             "without and with the changelog, whose median wall times are compared, and paced "
+                             "without and with the changelog, whose median wall and CPU times are compared, and paced "
                              "runs with it, whose median speculative latency is reported (default: %(default)s)")
     parser.add_argument("--changelog-rate", metavar="DOCS_PER_S", type=positive_float, default=10.0,
                         help="offered rate of the paced runs with the changelog, for its speculative latency "

@@ -15,8 +15,8 @@ def add_parser(commands):
         "bench-core", help="the local engine against plain Python on the inverted index, paced and overloaded",
         description="On one file of documents (the inverted-index example's input), in one run: the local engine "
                     "in order against the example's plain Python program (in_order_index) and the ratio of their "
-                    "median times, wall and CPU, over --repeat alternating pairs; both modes paced at --rate documents/s with 30% "
-                    "of the documents delayed by |N(0, 1000 ms)| and by "
+                    "median times, wall and CPU, over --repeat alternating pairs; both modes paced at --rate "
+                    "documents/s with 30% of the documents delayed by |N(0, 1000 ms)| and by "
                     "|N(0, 100 ms)|, and the first of these at --overload-rate; the running-sum example in order; what "
                     "the changelog costs, and its speculative latency paced. "
                     "Each run has a process of its own, so its peak memory is its own.")

@@ -122,3 +122,8 @@ def encode(value, name: str, meta: Meta, what: str = "a payload", kind: str = "o
     except (TypeError, ValueError, OverflowError) as exc:
         raise PayloadError(f"{kind} {name!r} produced {what} msgpack cannot encode for {meta.describe()}: {exc}") \
             from None
+
+
+def encode_event(source: str, ts: int, payload) -> bytes:
+    """Encode an input event's payload, or raise the PayloadError naming the source and the event."""
+    return encode(payload, source, Meta(ts, source, 0, ()), kind="source")

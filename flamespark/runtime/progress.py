@@ -14,7 +14,7 @@ from math import inf
 
 from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError, LateEventError
-from flamespark.core.items import Item, Meta, encode, event_tiebreak, new_meta
+from flamespark.core.items import Item, Meta, encode_event, event_tiebreak, new_meta
 
 POLICIES = ("drop", "adjust", "fail")
 
@@ -30,8 +30,7 @@ def mint(source: str, ts: int, payload, arrival: float, position: int) -> Item:
     try:
         data = pack(payload)
     except (TypeError, ValueError, OverflowError):
-        # raises the PayloadError naming the event
-        data = encode(payload, source, Meta(ts, source, 0, ()), kind="source")
+        data = encode_event(source, ts, payload)  # raises the PayloadError naming the event
     return Item(new_meta(Meta, (ts, source, event_tiebreak(data), position)), payload, data, False, arrival)
 
 

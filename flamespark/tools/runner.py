@@ -16,6 +16,7 @@ from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 from flamespark.tools.loader import load_graph
 
+
 def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
     """Map source name to input path (a file or a directory), checking names and that the paths exist."""
     for name, path in inputs.items():

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from flamespark.core.errors import InputError
-from flamespark.core.items import Meta, encode
+from flamespark.core.items import encode_event
 from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
 from flamespark.io.inputs import check_parquet_schema, check_record, event_files, jsonl_events
 
@@ -63,8 +63,7 @@ def _parquet_schema(source, directory) -> T.StructType:
 
 
 def _event_row(source, key, ts, payload, seq, now) -> tuple:
-    data = encode(payload, source, Meta(ts, source, 0, ()), kind="source")
-    return (EVENT, source, key, ts, b"", data, False, now, seq, None)
+    return (EVENT, source, key, ts, b"", encode_event(source, ts, payload), False, now, seq, None)
 
 
 def _record_batch(rows: list) -> pa.RecordBatch:

@@ -37,14 +37,14 @@ from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.core.errors import FlameSparkError
 from flamespark.io.inputs import check_input_names, count_events, directory_format, is_path, source_events
 from flamespark.io.sinks import check_sink_names
-from flamespark.core.items import Meta, encode
+from flamespark.core.items import encode_event
 from flamespark.runtime.options import RunOptions
 
 
 def _encoded_events(source, given):
     """`(ts, payload bytes)` pairs, checked, from a JSONL file or an iterable of `(ts, payload)`."""
     for ts, payload in source_events(source, given):
-        yield ts, encode(payload, source, Meta(ts, source, 0, ()), kind="source")
+        yield ts, encode_event(source, ts, payload)
 
 
 def _process(stream, processor, group_column, timed=False, keep_event_time=False):

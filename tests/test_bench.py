@@ -98,10 +98,13 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
         assert stages[0].startswith("1: ") and stages[-1].endswith("barrier"), stages
         assert timing["driver_ms"]["triggerExecution"] > 0 and timing["batches"] >= 1
         assert all(stage["rows_ms"] is not None and stage["commit_ms"] is not None for stage in timing["stages"])
+        # Every stage's handlers report their own time, and the part of it in state-store calls, which they make.
+        assert all(0 < stage["state_ms"] < stage["handler_ms"] for stage in timing["stages"]), timing["stages"]
     assert means["optimistic"] < means["buffered"]
     markdown = (out / "report.md").read_text()
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
     assert "| micro-batch p50, first / middle / last third (ms) |" in markdown
+    assert "| mode | stage | on rows | in our handlers | of which state calls |" in markdown
     assert f"both modes ran unpaced on the first {report['warm_up_events']} events of each source, 3 a" in markdown
     assert "Where a micro-batch's time goes" in markdown and "| optimistic | 1: " in markdown
     assert re.search(r"^\| optimistic \| [0-9,]+ \|", markdown, re.MULTILINE)

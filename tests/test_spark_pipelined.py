@@ -1,4 +1,5 @@
-"""On a real Spark session: `PipelinedMap` reads and writes what a MapState's one-at-a-time calls do."""
+"""On a real Spark session: `PipelinedMap` reads and writes what a MapState's one-at-a-time calls do, and its
+prefixed views the entries under their prefix."""
 import json
 
 import pandas as pd
@@ -37,8 +38,15 @@ class Compare(StatefulProcessor):
         wanted = [key(i) for i in range(KEYS + 3)]  # the last three never written
         one_by_one = [self.state.getValue(k) for k in wanted]
         many = self.pipelined.get_many(wanted)
+        view = self.pipelined.prefixed(b"p:")
+        view.updateValue(key(5), (b"five",))
+        under_prefix = self.state.getValue((b"p:" + key(5)[0],))
+        through_view = view.getValue(key(5))
+        view.removeKey(key(5))
         seen = {"one_by_one": [None if row is None else row[0].decode() for row in one_by_one],
-                "many": [None if row is None else row[0].decode() for row in many]}
+                "many": [None if row is None else row[0].decode() for row in many],
+                "view": [under_prefix[0].decode(), through_view[0].decode(), view.getValue(key(5))],
+                "timed": self.pipelined.stopwatch.seconds > 0 and view.stopwatch is self.pipelined.stopwatch}
         yield pd.DataFrame({"seen": [json.dumps(seen)]})
 
     def close(self):
@@ -62,6 +70,8 @@ def test_pipelined_reads_and_writes_equal_one_call_at_a_time(spark, tmp_path):
     ]
     assert seen["one_by_one"] == expected
     assert seen["many"] == expected
+    assert seen["view"] == ["five", "five", None]  # a prefixed view's entries, one key at a time
+    assert seen["timed"] is True
 
 
 def test_a_map_state_without_the_client_it_needs_is_refused():

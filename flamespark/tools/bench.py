@@ -415,20 +415,23 @@ def _release_delays(report: dict) -> list:
 
 
 def _batch_time(report: dict) -> list:
-    """Where a Spark micro-batch's time goes: driver phases, and each stage's task time on rows and commits."""
+    """Where a Spark micro-batch's time goes: driver phases, and each stage's task time on rows (and in our
+    handlers, and their state-store calls) and commits."""
     timings = {mode: report[mode]["engine"].get("batch_time") for mode in MODES}
     if not all(timings.values()):
         return []
     lines = [
-        "Where a micro-batch's time goes (Spark's progress reports; medians over the batches after the first, in ms;",
-        "a stage's time is summed over its tasks, which run in parallel):",
+        "Where a micro-batch's time goes (Spark's progress reports and our handlers' own; medians over the batches",
+        "after the first, in ms; a stage's time is summed over its tasks, which run in parallel). Time on rows is",
+        "PySpark's runner and our handlers; a handler's time includes its calls to the state store:",
         "",
-        "| mode | stage | on rows | committing state | rows updated |",
-        "|---|---|---:|---:|---:|",
+        "| mode | stage | on rows | in our handlers | of which state calls | committing state | rows updated |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for mode, timing in timings.items():
         for stage in timing["stages"]:
             lines.append(f"| {mode} | {stage['stage']} | {_number(stage['rows_ms'], 0)} | "
+                         f"{_number(stage.get('handler_ms'), 0)} | {_number(stage.get('state_ms'), 0)} | "
                          f"{_number(stage['commit_ms'], 0)} | {_number(stage['rows_updated'], 0)} |")
     lines.append("")
     for mode, timing in timings.items():

@@ -1,11 +1,13 @@
-"""Where a Spark run's micro-batch time goes, from Spark's own progress reports.
+"""Where a Spark run's micro-batch time goes, from Spark's own progress reports and our handlers' own.
 
 A report's `durationMs` splits a micro-batch on the driver: `addBatch` runs
 the batch's tasks, `queryPlanning` plans it, `walCommit` and
 `commitOffsets` record its offsets. Each stateful operator (one per stage
-of ours) reports its tasks' time on rows (`allUpdatesTimeMs`: our Python
-code with its state-store calls) and on committing its state store
-(`commitTimeMs`), each summed over the stage's tasks, which run in parallel.
+of ours) reports its tasks' time on rows (`allUpdatesTimeMs`: PySpark's
+runner with our Python handlers and their state-store calls) and on
+committing its state store (`commitTimeMs`), each summed over the stage's
+tasks, which run in parallel. Our handlers report theirs in metric rows
+(`blob.handler`): in all, and in state-store calls.
 """
 import statistics
 
@@ -18,19 +20,22 @@ def stateful_operators(report: dict) -> list:
     return list(reversed(report.get("stateOperators", [])))
 
 
-def batch_time(progress: list, stage_names: list) -> dict:
-    """Medians over a run's micro-batches (ms): each driver phase, and each stage's time on rows and commits.
+def batch_time(progress: list, stage_names: list, handlers: dict | None = None) -> dict:
+    """Medians over a run's micro-batches (ms): each driver phase, and each stage's time on rows and commits, and
+    in our handlers (`handler_ms`, of which `state_ms` in state-store calls) from `handlers`, `{batch id: {stage
+    name: {"ms", "state_ms"}}}` (None where a stage's name is not its own, as the baseline's ingest operators
+    share one).
 
     The first micro-batch, which also plans the query and starts its Python
     workers, is left out when there are others. If Spark reports another
     number of stateful operators than `stage_names`, they are numbered instead.
 
-    >>> report = {"durationMs": {"triggerExecution": 900, "addBatch": 800},
+    >>> report = {"batchId": 4, "durationMs": {"triggerExecution": 900, "addBatch": 800},
     ...           "stateOperators": [{"allUpdatesTimeMs": 300, "commitTimeMs": 40, "numRowsUpdated": 7},
     ...                              {"allUpdatesTimeMs": 100, "commitTimeMs": 20, "numRowsUpdated": 3}]}
-    >>> timing = batch_time([report], ["ingest", "stage 1"])
+    >>> timing = batch_time([report], ["0: ingest", "1: count"], {4: {"0: ingest": {"ms": 70, "state_ms": 9}}})
     >>> timing["driver_ms"]["addBatch"], timing["stages"][0]
-    (800, {'stage': 'ingest', 'rows_ms': 100, 'commit_ms': 20, 'rows_updated': 3})
+    (800, {'stage': '0: ingest', 'rows_ms': 100, 'commit_ms': 20, 'rows_updated': 3, 'handler_ms': 70, 'state_ms': 9})
     """
     reports = [report for report in progress if "durationMs" in report]
     if len(reports) > 1:
@@ -40,11 +45,20 @@ def batch_time(progress: list, stage_names: list) -> dict:
     found = max(map(len, operators), default=0)
     names = stage_names if len(stage_names) == found else [f"stateful operator {index + 1}" for index in range(found)]
 
+    handlers = handlers or {}
+
     def median_of(index, metric):
         return _median([stage[index].get(metric, 0) for stage in operators if index < len(stage)])
 
+    def handler_median(name, field):
+        if names.count(name) != 1:
+            return None
+        return _median([handlers[report.get("batchId")][name][field] for report in reports
+                        if name in handlers.get(report.get("batchId"), {})])
+
     stages = [{"stage": name, "rows_ms": median_of(index, "allUpdatesTimeMs"),
-               "commit_ms": median_of(index, "commitTimeMs"), "rows_updated": median_of(index, "numRowsUpdated")}
+               "commit_ms": median_of(index, "commitTimeMs"), "rows_updated": median_of(index, "numRowsUpdated"),
+               "handler_ms": handler_median(name, "ms"), "state_ms": handler_median(name, "state_ms")}
               for index, name in enumerate(names)]
     return {"batches": len(reports), "driver_ms": driver, "stages": stages}
 

@@ -12,6 +12,7 @@ import msgpack
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_time import batch_time
+from flamespark.engines.spark.processors.blob import HANDLER
 from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_tuples, unpack_cause
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_sink, write_values
@@ -112,6 +113,21 @@ def _ingest_counts(parts) -> dict:
                 for key in totals:
                     totals[key] += values[key]
     return totals
+
+
+def _handler_times(parts) -> dict:
+    """`{batch: {stage name: {"ms", "state_ms"}}}`: what each batch's handlers of a stage took, summed over its
+    tasks, from their metric rows (`blob.handler`)."""
+    times = {}
+    for part in parts:
+        stages = times[part["batch"]] = {}
+        for target, _, payload in part["metrics"]:
+            if target == HANDLER:
+                took = msgpack.unpackb(payload)
+                total = stages.setdefault(took["stage"], {"ms": 0.0, "state_ms": 0.0})
+                total["ms"] += took["ms"]
+                total["state_ms"] += took["state_ms"]
+    return times
 
 
 def _batch_starts(progress) -> list:
@@ -245,7 +261,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             "batch_duration_thirds_ms": batch_duration_thirds_ms(durations),
             "first_batch_s": _first_batch_s(durations),
             "after_first_batch": after_first_batch(parts, progress) if paced else None,
-            "batch_time": batch_time(progress, list(stage_names)),
+            "batch_time": batch_time(progress, list(stage_names), _handler_times(parts)),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,
                 "max": max(delays, default=None),

@@ -5,6 +5,8 @@ from flamespark.engines.spark.rows import ITEMS, pack_meta, shard_of
 from flamespark.runtime.plan import build_plan
 from operators import BufferSort
 
+INGEST_STAGE = "0: ingest"
+
 
 class Topology:
     """The plan's boundary operators assigned to stages, one keyed Spark operator each.
@@ -131,16 +133,19 @@ class Topology:
                 f"or drop the shard function of {taker.name!r}"
             )
 
+    def stage_name(self, stage: int) -> str:
+        """What stateful operators stage `stage` (1 on) runs, as reports name it: the optimistic mode's last
+        stage holds the barrier, and the baseline's barrier runs in a stage of its own after the last."""
+        if self.mode == "buffered" and stage > self.stages:
+            return f"{stage}: barrier"
+        barrier = ["barrier"] if self.mode != "buffered" and stage == max(self.stages, 1) else []
+        return f"{stage}: " + ", ".join([*self.boundary_operators(stage), *barrier])
+
     def stage_names(self, ingesting) -> list:
         """What each stateful operator of the query runs, from the sources on, when the sources `ingesting`
         go through an ingest operator (the others are ingested as they are read): the buffered baseline
-        ingests each source in an operator of its own, and releases in one after the last stage."""
-        def named(stage, *extra):
-            return f"{stage}: " + ", ".join([*self.boundary_operators(stage), *extra])
-
+        ingests each source in an operator of its own."""
         if self.mode == "buffered":
-            stages = [named(stage) for stage in range(1, self.stages + 1)]
-            return ["0: ingest"] * len(ingesting) + stages + [f"{self.stages + 1}: barrier"]
-        last = max(self.stages, 1)
-        ingest = ["0: ingest"] if ingesting else []
-        return ingest + [named(stage, *(["barrier"] if stage == last else [])) for stage in range(1, last + 1)]
+            return [INGEST_STAGE] * len(ingesting) + [self.stage_name(stage) for stage in range(1, self.stages + 2)]
+        ingest = [INGEST_STAGE] if ingesting else []
+        return ingest + [self.stage_name(stage) for stage in range(1, max(self.stages, 1) + 1)]

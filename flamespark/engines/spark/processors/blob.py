@@ -1,4 +1,5 @@
-"""What every keyed Spark operator of a FlameSpark query shares: one map state per group, control rows.
+"""What every keyed Spark operator of a FlameSpark query shares: one map state per group, control rows, handlers
+that report their time.
 
 A group's whole state is one map state: its small msgpack value under one
 key, and whatever else its processor keeps (buckets, held records) under
@@ -6,11 +7,16 @@ keys of a prefix of their own. Each task opens its state variables at every
 micro-batch, and opening one costs the JVM about 12 ms, so one is cheaper
 than three.
 """
+import functools
+import time
+
 import msgpack
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from flamespark.engines.spark.rows import METRIC, PUNCT, control_row, encode_time
+from flamespark.engines.spark.processors.pipelined import PipelinedMap
+from flamespark.engines.spark.rows import METRIC, PUNCT, control_row, encode_time, frame
+from flamespark.runtime.heap import runs_with_collections_paused
 
 
 def state_schema(**fields) -> StructType:
@@ -28,36 +34,19 @@ VALUE_SCHEMA = state_schema(value=BinaryType())
 # A group's map state: its own value under the key b"v", and each kind of entry under a prefix of its own.
 _GROUP_VALUE = (b"v",)
 BUCKETS_PREFIX, HELD_PREFIX, BUFFERED_PREFIX = b"b", b"h", b"u"
-
-
-class PrefixedMap:
-    """The entries of a map state whose keys start with `prefix`, read and written by the rest of their key:
-    the calls of a map state on one-column keys, `to_bytes(key)` giving the rest."""
-
-    def __init__(self, store, prefix: bytes, to_bytes=bytes):
-        self._store = store
-        self._prefix = prefix
-        self._to_bytes = to_bytes
-
-    def _key(self, key: tuple) -> tuple:
-        return (self._prefix + self._to_bytes(key[0]),)
-
-    def getValue(self, key):
-        return self._store.getValue(self._key(key))
-
-    def updateValue(self, key, value):
-        self._store.updateValue(self._key(key), value)
-
-    def removeKey(self, key):
-        self._store.removeKey(self._key(key))
+# The `target` of the metric rows in which `handler` reports a handler's time.
+HANDLER = "handler"
 
 
 class BlobProcessor(StatefulProcessor):
-    """Keeps a group's state in one map state, `store`: a msgpack value (`load`, `save`) and what the subclass
-    keeps under prefixes of its own."""
+    """Keeps a group's state in one map state, `store` (a `PipelinedMap`): a msgpack value (`load`, `save`) and
+    what the subclass keeps under prefixes of its own. A subclass names its `stage_name`, under which its
+    `handler`s report their time, and makes its rows into frames with `output_frame`."""
+
+    stage_name = ""
 
     def init(self, handle):
-        self.store = handle.getMapState("state", KEY_SCHEMA, VALUE_SCHEMA)
+        self.store = PipelinedMap(handle.getMapState("state", KEY_SCHEMA, VALUE_SCHEMA))
 
     def load(self, default):
         row = self.store.getValue(_GROUP_VALUE)
@@ -66,8 +55,32 @@ class BlobProcessor(StatefulProcessor):
     def save(self, value):
         self.store.updateValue(_GROUP_VALUE, (msgpack.packb(value),))
 
+    def output_frame(self, rows: list):
+        return frame(rows)
+
     def close(self):
         pass
+
+
+def handler(generator_function):
+    """Make a processor's batch handler run to its end with collections paused (as
+    `heap.runs_with_collections_paused` does) and end its output with a metric row of what it took: `ms` in
+    all, `state_ms` of it in state-store calls, under the processor's `stage_name`. PySpark's own work on the
+    rows (Arrow, the runner) is not in it.
+    """
+    paused = runs_with_collections_paused(generator_function)
+
+    @functools.wraps(generator_function)
+    def run(self, key, *args, **kwargs):  # PySpark names some arguments
+        stopwatch = self.store.stopwatch
+        started, in_state = time.perf_counter(), stopwatch.seconds
+        frames = list(paused(self, key, *args, **kwargs))
+        took = {"stage": self.stage_name, "ms": (time.perf_counter() - started) * 1000.0,
+                "state_ms": (stopwatch.seconds - in_state) * 1000.0}
+        frames.append(self.output_frame([metric_row(HANDLER, key[0], took)]))
+        yield from frames
+
+    return run
 
 
 def punctuation_rows(times: dict, shard_keys: list) -> list:

@@ -20,9 +20,9 @@ LAYOUT = ("one map entry per key and stage (prefix b), collected when touched; s
           "packed apart")
 
 
-def bucket_map(store) -> PipelinedMap:
+def bucket_map(store: PipelinedMap) -> PipelinedMap:
     """The stage's keyed buckets, in its map state `store` (see `blob.BlobProcessor`)."""
-    return PipelinedMap(store, BUCKETS_PREFIX)
+    return store.prefixed(BUCKETS_PREFIX)
 
 
 class _Entries:

@@ -1,7 +1,7 @@
 """The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
-from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, BlobProcessor
+from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, BlobProcessor, handler
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
 from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
@@ -21,7 +21,6 @@ from flamespark.engines.spark.rows import (
     with_event_time,
 )
 from flamespark.runtime.changes import BatchChanges
-from flamespark.runtime.heap import runs_with_collections_paused
 from operators import BufferSort
 
 LAYOUT = "entries [target, ts, meta as an array, data, arrival]"
@@ -53,6 +52,7 @@ class BufferedStageProcessor(BlobProcessor):
     def __init__(self, topology, stage: int):
         self.topology = topology
         self.stage = stage
+        self.stage_name = topology.stage_name(stage)
 
     def init(self, handle):
         super().init(handle)
@@ -66,7 +66,10 @@ class BufferedStageProcessor(BlobProcessor):
         self.buckets = bucket_map(self.store)
         self.chunks = chunk_map(self.store, BUFFERED_PREFIX)
 
-    @runs_with_collections_paused
+    def output_frame(self, rows: list):
+        return with_event_time(frame(rows))
+
+    @handler
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
         state, buffered = self._load()
@@ -82,9 +85,9 @@ class BufferedStageProcessor(BlobProcessor):
         if shard == 0 and len(punctuations):
             out = [control_row(PUNCT, row.target, s, row.ts, seq=row.seq) for row in punctuations.itertuples(index=False)
                    for s in self.topology.shard_keys]
-            yield with_event_time(frame(out))
+            yield self.output_frame(out)
 
-    @runs_with_collections_paused
+    @handler
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         watermark = timerValues.getCurrentWatermarkInMs()
         final = watermark - EVENT_TIME_SHIFT_MS
@@ -132,13 +135,14 @@ class BufferedBarrierProcessor(BlobProcessor):
     def __init__(self, topology, changes: bool = False):
         self.topology = topology
         self.changes = changes
+        self.stage_name = topology.stage_name(topology.stages + 1)
 
     def init(self, handle):
         super().init(handle)
         self.handle = handle
         self.held = chunk_map(self.store, HELD_PREFIX)
 
-    @runs_with_collections_paused
+    @handler
     def handleInputRows(self, key, rows, timerValues):
         state = self.load({"barrier": None, "timer": None})
         batch = concat(rows)
@@ -157,7 +161,7 @@ class BufferedBarrierProcessor(BlobProcessor):
             yield frame(added)
         yield from self._flush(key[0], state, stored, timerValues)
 
-    @runs_with_collections_paused
+    @handler
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         state = self.load({"barrier": None, "timer": None})
         state["timer"] = None

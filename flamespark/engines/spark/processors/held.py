@@ -10,16 +10,20 @@ it adds and releases, not what is held.
 import msgpack
 
 from barrier.barrier import Barrier, BarrierState
-from flamespark.engines.spark.processors.blob import PrefixedMap
+from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from flamespark.engines.spark.processors.keyed import release
 
 CHUNK = 512
 
 
-def chunk_map(store, prefix: bytes) -> PrefixedMap:
+def chunk_map(store: PipelinedMap, prefix: bytes) -> PipelinedMap:
     """Chunks (keyed by their int id) in the processor's map state `store`, under `prefix` (see
     `blob.BlobProcessor`)."""
-    return PrefixedMap(store, prefix, lambda chunk: chunk.to_bytes(8, "big"))
+    return store.prefixed(prefix, _chunk_key)
+
+
+def _chunk_key(chunk: int) -> bytes:
+    return chunk.to_bytes(8, "big")
 
 
 class TimedRecords:

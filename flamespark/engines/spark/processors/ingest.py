@@ -10,10 +10,11 @@ Spark's state store. Both run `ingest_events` on a batch.
 import time
 
 from flamespark.core.codec import pack, unpack
-from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row, punctuation_rows
+from flamespark.engines.spark.processors.blob import BlobProcessor, handler, metric_row, punctuation_rows
 from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row, frame, pack_cause
+from flamespark.engines.spark.topology import INGEST_STAGE
 from flamespark.runtime.changes import Cause
-from flamespark.runtime.heap import collections_paused, runs_with_collections_paused
+from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.progress import SourceProgress
 
 
@@ -82,8 +83,9 @@ class IngestProcessor(BlobProcessor):
         self.expected = expected or {}
         self.idle_timeout = idle_timeout
         self.changes = changes
+        self.stage_name = INGEST_STAGE
 
-    @runs_with_collections_paused
+    @handler
     def handleInputRows(self, key, rows, timerValues):
         partition = self.topology.ingest_keys.index(key[0])
         now = _batch_time_ms(timerValues)

@@ -1,4 +1,4 @@
-"""A MapState whose reads and writes of many keys take few round trips to the JVM.
+"""A MapState whose reads and writes of many keys take few round trips to the JVM, and which times its calls.
 
 PySpark's `MapState` sends each call to the JVM's state server over a socket
 and waits for its answer before the next call: about 90 µs a call on the
@@ -11,6 +11,9 @@ It speaks the state server's protocol through PySpark's own client, message
 classes and serializers; those are internal, so it is tied to the PySpark
 release that `setup.cfg` pins and refuses a MapState that lacks them.
 """
+import copy
+import time
+
 from pyspark.serializers import write_int
 from pyspark.sql.streaming.proto import StateMessage_pb2 as messages
 
@@ -22,18 +25,30 @@ CHUNK_REQUESTS = 256
 CHUNK_BYTES = 64 * 1024
 
 
+class Stopwatch:
+    """Seconds spent in state-store calls, summed over the maps that share it."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self):
+        self.seconds = 0.0
+
+
 class PipelinedMap:
     """One PySpark `MapState` (user keys and values are tuples), read and written many keys at a time.
 
     `get_many` returns each key's value row, or None where it has none;
-    `write` updates and removes keys. Errors from the server are raised once
-    every answer of the chunk was read, so the protocol stays in step.
-    With `prefix`, it reads and writes the map's entries whose one-column
-    key is `prefix` followed by the key it is given.
+    `write` updates and removes keys; `getValue`, `updateValue` and
+    `removeKey` do it for one key, as a MapState does. Errors from the server
+    are raised once every answer of the chunk was read, so the protocol stays
+    in step. Every call adds its time to `stopwatch`. `prefixed` gives a view
+    of the entries whose one-column key starts with a prefix.
     """
 
-    def __init__(self, map_state, prefix: bytes = b""):
-        self._prefix = prefix
+    def __init__(self, map_state):
+        self._prefix = b""
+        self._to_bytes = bytes
+        self.stopwatch = Stopwatch()
         try:
             client = map_state._mapStateClient
             self._name = map_state._stateName
@@ -46,15 +61,26 @@ class PipelinedMap:
                 f"({exc}); install the PySpark release setup.cfg names"
             ) from None
 
+    def prefixed(self, prefix: bytes, to_bytes=bytes) -> "PipelinedMap":
+        """The entries whose key is `prefix` followed by `to_bytes(key)` for the key given, on the same
+        stopwatch."""
+        view = copy.copy(self)
+        view._prefix, view._to_bytes = self._prefix + prefix, to_bytes
+        return view
+
     def get_many(self, keys: list) -> list:
         """The value row of each user key in `keys` (None where there is none), in order."""
+        started = time.perf_counter()
         requests = (self._call(getValue=messages.GetValue(userKey=self._key(key))) for key in keys)
         answers = self._exchange(requests, "reading")
         deserialize = self._api._deserialize_from_bytes
-        return [deserialize(value) if value else None for value in answers]
+        rows = [deserialize(value) if value else None for value in answers]
+        self.stopwatch.seconds += time.perf_counter() - started
+        return rows
 
     def write(self, updates: list, removals: list):
         """Set each `(user key, value row)` of `updates`, then remove each user key of `removals`."""
+        started = time.perf_counter()
         serialize, schema = self._api._serialize_to_bytes, self._value_schema
         requests = [
             self._call(updateValue=messages.UpdateValue(userKey=self._key(key), value=serialize(schema, value)))
@@ -62,9 +88,19 @@ class PipelinedMap:
         ]
         requests += [self._call(removeKey=messages.RemoveKey(userKey=self._key(key))) for key in removals]
         self._exchange(requests, "writing")
+        self.stopwatch.seconds += time.perf_counter() - started
+
+    def getValue(self, key):
+        return self.get_many([key])[0]
+
+    def updateValue(self, key, value):
+        self.write([(key, value)], [])
+
+    def removeKey(self, key):
+        self.write([], [key])
 
     def _key(self, key) -> bytes:
-        return self._api._serialize_to_bytes(self._key_schema, (self._prefix + key[0],))
+        return self._api._serialize_to_bytes(self._key_schema, (self._prefix + self._to_bytes(key[0]),))
 
     def _call(self, **call) -> bytes:
         request = messages.StateRequest(stateVariableRequest=messages.StateVariableRequest(

@@ -1,7 +1,7 @@
 """The optimistic mode's keyed stages, driven by punctuation rows; the last one holds the barrier."""
 import math
 
-from flamespark.engines.spark.processors.blob import HELD_PREFIX, BlobProcessor, punctuation_rows
+from flamespark.engines.spark.processors.blob import HELD_PREFIX, BlobProcessor, handler, punctuation_rows
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
 from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
@@ -16,7 +16,6 @@ from flamespark.engines.spark.rows import (
     frame,
 )
 from flamespark.runtime.changes import BatchChanges
-from flamespark.runtime.heap import runs_with_collections_paused
 
 
 class Horizons:
@@ -69,6 +68,7 @@ class StageProcessor(BlobProcessor):
         self.stage = stage
         self.final = final
         self.changes = changes
+        self.stage_name = topology.stage_name(stage)
 
     def init(self, handle):
         super().init(handle)
@@ -76,7 +76,7 @@ class StageProcessor(BlobProcessor):
         self.buckets = bucket_map(self.store)
         self.held = chunk_map(self.store, HELD_PREFIX) if self.final else None
 
-    @runs_with_collections_paused
+    @handler
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
         state = self.load({"horizons": {}, "barrier": None})

@@ -1,10 +1,12 @@
-"""Items between Spark stages: bundles of records, one row per kind, stage and shard."""
+"""Items between Spark stages: bundles of records, one row per kind, stage and shard; metric rows."""
 import pytest
 
 pytest.importorskip("pyspark")
 
 from flamespark.core.codec import pack  # noqa: E402
 from flamespark.core.items import Item, Meta  # noqa: E402
+from flamespark.engines.spark.collector import _handler_times  # noqa: E402
+from flamespark.engines.spark.processors.blob import HANDLER, metric_row  # noqa: E402
 from flamespark.engines.spark.rows import COLUMNS, ITEMS, OUT, Outbox, bundle_items, frame  # noqa: E402
 
 
@@ -38,3 +40,19 @@ def test_bundled_items_come_back_as_they_went_with_payloads_decoded_where_asked(
         (target, one.meta, one.data, one.tombstone, one.arrival, cause) for target, one, cause in sent]
     assert all(type(one.meta) is Meta and type(one.meta.path) is tuple for _, one, _ in back)
     assert [one.payload for _, one, _ in back] == [{"w": "a"}, {"w": "a"}, None]
+
+
+def test_handler_times_are_summed_per_batch_and_stage_over_tasks_and_calls():
+    def took(stage, shard, ms, state_ms):  # a metric row as a batch file keeps it
+        row = dict(zip(COLUMNS, metric_row(HANDLER, shard, {"stage": stage, "ms": ms, "state_ms": state_ms})))
+        return [row["target"], row["shard"], row["payload"]]
+
+    parts = [
+        {"batch": 3, "metrics": [took("1: count", 0, 10.0, 4.0), took("1: count", 1, 30.0, 6.0),
+                                 took("2: barrier", 0, 5.0, 1.0), ["barrier", 0, b"ignored"]]},
+        {"batch": 4, "metrics": [took("2: barrier", 1, 2.0, 0.5), took("2: barrier", 1, 3.0, 0.5)]},
+    ]
+    assert _handler_times(parts) == {
+        3: {"1: count": {"ms": 40.0, "state_ms": 10.0}, "2: barrier": {"ms": 5.0, "state_ms": 1.0}},
+        4: {"2: barrier": {"ms": 5.0, "state_ms": 1.0}},
+    }

@@ -90,7 +90,16 @@ class Graph:
                 return name
 
     def to_networkx(self) -> nx.DiGraph:
-        """The logical graph; a stateful operator shows as grouping -> combine with a feedback edge."""
+        """The logical graph; a stateful operator shows as grouping -> combine with a feedback edge.
+
+        >>> graph = Graph("totals")
+        >>> graph.source("readings").stateful(key=len, update=lambda total, r: (r, [r]), name="totals").sink("out")
+        >>> logical = graph.to_networkx()
+        >>> sorted(logical.nodes)
+        ['out', 'readings', 'totals/combine', 'totals/group']
+        >>> [(a, b) for a, b, feedback in logical.edges(data="feedback") if feedback]
+        [('totals/combine', 'totals/group')]
+        """
         # Imported here, for drawing only: networkx brings 285 modules and 18 MB to every process that imports it,
         # Spark's Python workers included, none of which runs a graph the better for it.
         import networkx as nx
@@ -126,7 +135,15 @@ class Graph:
         return "\n".join(lines) + "\n"
 
     def validate(self):
-        """Raise GraphError if the graph cannot run."""
+        """Raise GraphError if the graph cannot run.
+
+        >>> graph = Graph("open")
+        >>> _ = graph.source("lines").map(str.upper)
+        >>> graph.validate()
+        Traceback (most recent call last):
+        ...
+        flamespark.core.errors.GraphError: graph 'open' has no sink
+        """
         if not self.sources:
             raise GraphError(f"graph {self.name!r} has no source")
         if not self.sinks:

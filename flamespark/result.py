@@ -13,6 +13,24 @@ class Result:
     emission order: records `{"op": "+" or "-", "ts", "payload", "cause"}`
     (see flamespark.runtime.changes), and `speculative_latencies_ms` has the
     latency of every `+` never retracted; both are empty otherwise.
+
+    A running total whose second value comes late, with its changelog:
+
+    >>> import flamespark as fs
+    >>> def add(total, value):
+    ...     total = (total or 0) + value
+    ...     return total, [total]
+    >>> graph = fs.Graph("totals")
+    >>> graph.source("values").stateful(key=lambda value: 0, update=add).sink("totals")
+    >>> result = fs.run(graph, {"values": [(5, 2), (3, 1)]}, reorder_latency=10, changes=True)
+    >>> result.outputs, result.late, result.metrics["released"]
+    ({'totals': [1, 3]}, [], 2)
+    >>> for record in result.changes["totals"]:
+    ...     print(record)
+    {'op': '+', 'ts': 5, 'payload': 2, 'cause': None}
+    {'op': '+', 'ts': 3, 'payload': 1, 'cause': None}
+    {'op': '+', 'ts': 5, 'payload': 3, 'cause': None}
+    {'op': '-', 'ts': 5, 'payload': 2, 'cause': {'source': 'values', 'ts': 3, 'position': 1}}
     """
 
     outputs: dict = field(default_factory=dict)

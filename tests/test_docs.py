@@ -11,8 +11,10 @@ PACKAGES = ["flamespark", "operators", "barrier"]
 DOCUMENTED = [
     *(f"flamespark.graph.{name}" for name in ["Graph", "Graph.source", "Stream.map", "Stream.flat_map",
                                               "Stream.filter", "Stream.branch", "Stream.group_by",
-                                              "Stream.stateful", "Stream.union", "Stream.sink"]),
+                                              "Stream.stateful", "Stream.union", "Stream.sink",
+                                              "Graph.to_networkx", "Graph.validate"]),
     "flamespark.api.run",
+    "flamespark.result.Result",
     "flamespark.runtime.changes.StepChanges",
     "operators.base.Operator.process",
     "flamespark.engines.spark.batch_time.batch_time",

@@ -56,6 +56,6 @@ def run_with_options(graph, inputs, options: RunOptions) -> Result:
         from flamespark.engines.local import LocalRun
 
         return LocalRun(graph, options).run(inputs)
-    from flamespark.engines.spark import run_spark
+    from flamespark.engines.spark.query import run_spark
 
     return run_spark(graph, inputs, options, **options.engine_options)

@@ -1,4 +1,5 @@
-"""The Spark engine: a graph runs as one Structured Streaming query on PySpark."""
-from flamespark.engines.spark.query import run_spark
+"""The Spark engine: a graph runs as one Structured Streaming query on PySpark (`query.run_spark`).
 
-__all__ = ["run_spark"]
+The package imports nothing itself: Spark's Python workers import it to unpickle the processors, and need
+neither the driver's query nor its collector.
+"""

@@ -1,5 +1,4 @@
 """Garbage collection while a run holds many objects."""
-import functools
 import gc
 from contextlib import contextmanager
 
@@ -45,24 +44,3 @@ def collect_if_crowded():
     if gc.get_count()[0] > YOUNG_LIMIT:
         gc.collect(0)
 
-
-def runs_with_collections_paused(generator_function):
-    """Make `generator_function` run to its end with collections paused, then yield what it yielded.
-
-    For handlers whose work makes many short-lived objects in one go, like
-    the Spark processors' batch handlers (a batch's items, steps and rows).
-
-    >>> @runs_with_collections_paused
-    ... def handler():
-    ...     yield gc.isenabled()
-    >>> list(handler()), gc.isenabled()
-    ([False], True)
-    """
-
-    @functools.wraps(generator_function)
-    def run(*args, **kwargs):
-        with collections_paused():
-            values = list(generator_function(*args, **kwargs))
-        yield from values
-
-    return run

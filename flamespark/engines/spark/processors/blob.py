@@ -16,7 +16,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from flamespark.engines.spark.rows import METRIC, PUNCT, control_row, encode_time, frame
-from flamespark.runtime.heap import runs_with_collections_paused
+from flamespark.runtime.heap import collections_paused
 
 
 def state_schema(**fields) -> StructType:
@@ -63,18 +63,18 @@ class BlobProcessor(StatefulProcessor):
 
 
 def handler(generator_function):
-    """Make a processor's batch handler run to its end with collections paused (as
-    `heap.runs_with_collections_paused` does) and end its output with a metric row of what it took: `ms` in
-    all, `state_ms` of it in state-store calls, under the processor's `stage_name`. PySpark's own work on the
-    rows (Arrow, the runner) is not in it.
+    """Make a processor's batch handler run to its end with collections paused (a batch makes many short-lived
+    objects in one go: its items, steps and rows; see `heap.collections_paused`), then yield its frames and a
+    metric row of what it took: `ms` in all, `state_ms` of it in state-store calls, under the processor's
+    `stage_name`. PySpark's own work on the rows (Arrow, the runner) is not in it.
     """
-    paused = runs_with_collections_paused(generator_function)
 
     @functools.wraps(generator_function)
     def run(self, key, *args, **kwargs):  # PySpark names some arguments
         stopwatch = self.store.stopwatch
         started, in_state = time.perf_counter(), stopwatch.seconds
-        frames = list(paused(self, key, *args, **kwargs))
+        with collections_paused():
+            frames = list(generator_function(self, key, *args, **kwargs))
         took = {"stage": self.stage_name, "ms": (time.perf_counter() - started) * 1000.0,
                 "state_ms": (stopwatch.seconds - in_state) * 1000.0}
         frames.append(self.output_frame([metric_row(HANDLER, key[0], took)]))

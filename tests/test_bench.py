@@ -104,9 +104,11 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
     markdown = (out / "report.md").read_text()
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
     assert "| micro-batch p50, first / middle / last third (ms) |" in markdown
-    assert "| mode | stage | on rows | in our handlers | of which state calls |" in markdown
+    assert "| run | mode | stage | on rows | in our handlers | of which state calls |" in markdown
     assert f"both modes ran unpaced on the first {report['warm_up_events']} events of each source, 3 a" in markdown
-    assert "Where a micro-batch's time goes" in markdown and "| optimistic | 1: " in markdown
+    assert "Where a micro-batch's time goes" in markdown and "| the input | optimistic | 1: " in markdown
+    driver = r"^- the input, buffered, driver \((one batch|medians over [0-9]+ batches)\): triggerExecution "
+    assert re.search(driver, markdown, re.MULTILINE)
     assert re.search(r"^\| optimistic \| [0-9,]+ \|", markdown, re.MULTILINE)
 
 

@@ -415,28 +415,52 @@ def _release_delays(report: dict) -> list:
 
 
 def _batch_time(report: dict) -> list:
-    """Where a Spark micro-batch's time goes: driver phases, and each stage's task time on rows (and in our
-    handlers, and their state-store calls) and commits."""
-    timings = {mode: report[mode]["engine"].get("batch_time") for mode in MODES}
-    if not all(timings.values()):
+    """Where a Spark micro-batch's time goes, in the run on the input and in each run of the rate sweep."""
+    runs = [("the input", report)] + [(f"{point['rate']:g} events/s", point) for point in report.get("rates", [])]
+    return batch_time_markdown([(label, {mode: entry[mode]["engine"].get("batch_time") for mode in MODES})
+                                for label, entry in runs])
+
+
+def batch_time_markdown(runs: list) -> list:
+    """A table of each run's batch time per mode and stage, and its driver's phases: `runs` is a list of `(label,
+    {mode: batch_time})` (`batch_time.batch_time`'s dict, None where the engine reports none, as the local
+    engine's); runs without one for every mode are left out.
+
+    >>> timing = {"batches": 4, "driver_ms": {"addBatch": 800}, "stages": [
+    ...     {"stage": "1: count", "rows_ms": 300, "handler_ms": 250.4, "state_ms": 120, "commit_ms": 9,
+    ...      "rows_updated": 70}]}
+    >>> lines = batch_time_markdown([("10 events/s", {"optimistic": timing}), ("local", {"optimistic": None})])
+    >>> print("\\n".join(lines[7:]))
+    | 10 events/s | optimistic | 1: count | 300 | 250 | 120 | 9 | 70 |
+    <BLANKLINE>
+    - 10 events/s, optimistic, driver (medians over 4 batches): addBatch 800.
+    <BLANKLINE>
+    """
+    runs = [(label, timings) for label, timings in runs if all(timings.values())]
+    if not runs:
         return []
     lines = [
         "Where a micro-batch's time goes (Spark's progress reports and our handlers' own; medians over the batches",
-        "after the first, in ms; a stage's time is summed over its tasks, which run in parallel). Time on rows is",
-        "PySpark's runner and our handlers; a handler's time includes its calls to the state store:",
+        "after the first, or the first where a run has one, in ms; a stage's time is summed over its tasks, which run",
+        "in parallel). Time on rows is PySpark's runner and our handlers; a handler's time includes its calls to the",
+        "state store:",
         "",
-        "| mode | stage | on rows | in our handlers | of which state calls | committing state | rows updated |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| run | mode | stage | on rows | in our handlers | of which state calls | committing state "
+        "| rows updated |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    for mode, timing in timings.items():
-        for stage in timing["stages"]:
-            lines.append(f"| {mode} | {stage['stage']} | {_number(stage['rows_ms'], 0)} | "
-                         f"{_number(stage.get('handler_ms'), 0)} | {_number(stage.get('state_ms'), 0)} | "
-                         f"{_number(stage['commit_ms'], 0)} | {_number(stage['rows_updated'], 0)} |")
+    for label, timings in runs:
+        for mode, timing in timings.items():
+            for stage in timing["stages"]:
+                lines.append(f"| {label} | {mode} | {stage['stage']} | {_number(stage['rows_ms'], 0)} | "
+                             f"{_number(stage.get('handler_ms'), 0)} | {_number(stage.get('state_ms'), 0)} | "
+                             f"{_number(stage['commit_ms'], 0)} | {_number(stage['rows_updated'], 0)} |")
     lines.append("")
-    for mode, timing in timings.items():
-        phases = ", ".join(f"{phase} {_number(ms, 0)}" for phase, ms in timing["driver_ms"].items())
-        lines.append(f"- {mode}, driver: {phases}.")
+    for label, timings in runs:
+        for mode, timing in timings.items():
+            phases = ", ".join(f"{phase} {_number(ms, 0)}" for phase, ms in timing["driver_ms"].items())
+            over = "one batch" if timing["batches"] == 1 else f"medians over {timing['batches']} batches"
+            lines.append(f"- {label}, {mode}, driver ({over}): {phases}.")
     return lines + [""]
 
 

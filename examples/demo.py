@@ -19,7 +19,8 @@ from wiki_events import DumpError, iter_pages, synthetic_documents, write_events
 from flamespark.cli.arguments import non_negative_int, percent, positive_float, positive_int
 from flamespark.core.errors import FlameSparkError
 from flamespark.runtime.options import ENGINES
-from flamespark.tools.bench import bench, headline, modes_agree
+from flamespark.tools.bench import bench, modes_agree
+from flamespark.tools.bench_report import headline
 from flamespark.tools.disorder import disorder_file
 from flamespark.tools.loader import load_graph
 

@@ -18,7 +18,7 @@ DOCUMENTED = [
     "flamespark.runtime.changes.StepChanges",
     "operators.base.Operator.process",
     "flamespark.engines.spark.batch_time.batch_time",
-    "flamespark.tools.bench.batch_time_markdown",
+    "flamespark.tools.bench_report.batch_time_markdown",
 ]
 
 

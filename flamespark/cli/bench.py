@@ -42,7 +42,8 @@ def add_parser(commands):
 
 
 def command(args) -> int:
-    from flamespark.tools.bench import bench, headline, modes_agree
+    from flamespark.tools.bench import bench, modes_agree
+    from flamespark.tools.bench_report import headline
     from flamespark.tools.loader import load_graph
 
     report = bench(load_graph(args.pipeline), args.input, args.out, sweep=args.sweep, stddev_ms=args.stddev_ms,

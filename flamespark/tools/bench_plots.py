@@ -1,0 +1,77 @@
+"""A bench report's plots: latency.png (the three latencies' distributions), rates.png and sweep.png (both
+modes against the offered rate and the disorder percent). Matplotlib is imported only to draw."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from flamespark.runtime.options import MODES
+from flamespark.tools.bench_report import LATENCIES
+
+
+def _figure(columns: int):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(6.4 * columns, 4.4), layout="constrained")
+
+
+COLORS = ("C0", "C1")  # per mode, in the order of MODES
+
+
+def _label(axes, xlabel: str, ylabel: str, title: str):
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend()
+
+
+def _plot_latencies(axes, xs: list, points: list):
+    """p50 (solid) and p99 (dashed) output latency of both modes at `points`, placed at `xs`."""
+    for mode, color in zip(MODES, COLORS):
+        for key, style in (("p50", "-"), ("p99", "--")):
+            values = [point[mode]["latency_ms"][key] for point in points]
+            axes.plot(xs, [np.nan if v is None else v for v in values], style, color=color, marker="o",
+                      label=f"{mode} {key}")
+
+
+def plot_latency(latencies: dict, path: Path):
+    """The whole distribution (CDF, log time axis) of each of the three latencies."""
+    figure = _figure(1)
+    axes = figure.add_subplot()
+    for _, source, label in LATENCIES:
+        x = np.sort(np.asarray(latencies[source], dtype=float))
+        if x.size:
+            axes.step(np.maximum(x, 1e-3), np.arange(1, x.size + 1) / x.size, where="post", label=label)
+    axes.set_xscale("log")
+    _label(axes, "latency from the completing event's arrival (ms, log scale)", "share of final outputs",
+           "Per-output latency: early result and final release")
+    figure.savefig(path, dpi=110)
+
+
+def plot_rates(points: list, path: Path):
+    """Output latency p50 and p99 of both modes against the offered rate (the paper's Figure 10)."""
+    figure = _figure(1)
+    axes = figure.add_subplot()
+    _plot_latencies(axes, [point["rate"] for point in points], points)
+    _label(axes, "offered rate (events/s)", "output latency (ms)", "Latency against offered rate")
+    figure.savefig(path, dpi=110)
+
+
+def plot_sweep(points: list, path: Path):
+    """Replay ratio and p50/p99 latency of both modes against the disorder percent."""
+    figure = _figure(2)
+    replay, latency = figure.subplots(1, 2)
+    percents = [point["percent"] for point in points]
+    for mode, color in zip(MODES, COLORS):
+        replay.plot(percents, [point[mode]["replay_ratio"] for point in points], color=color, marker="o", label=mode)
+    _plot_latencies(latency, percents, points)
+    replay.set_title("Replay ratio (arrived at barrier / released)")
+    latency.set_title("Output latency")
+    latency.set_ylabel("ms")
+    for axes in (replay, latency):
+        axes.set_xlabel("disordered events (%)")
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.savefig(path, dpi=110)

@@ -66,6 +66,9 @@ ROWS = [
 
 
 def markdown(report: dict) -> str:
+    """report.md: both modes side by side, the three latencies, and on Spark the release delays and where a
+    micro-batch's time goes; then the disorder sweep, the rate sweep and the scaling runs, where the report has
+    them."""
     facts = report["input"]
     lines = [
         f"# FlameSpark bench: `{report['pipeline']}`",

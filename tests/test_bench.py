@@ -100,11 +100,15 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
         assert all(stage["rows_ms"] is not None and stage["commit_ms"] is not None for stage in timing["stages"])
         # Every stage's handlers report their own time, and the part of it in state-store calls, which they make.
         assert all(0 < stage["state_ms"] < stage["handler_ms"] for stage in timing["stages"]), timing["stages"]
+        # Summed over the run, which the median batch is one of.
+        assert all(stage["handler_ms"] <= stage["handler_total_ms"] and stage["state_ms"] <= stage["state_total_ms"]
+                   < stage["handler_total_ms"] for stage in timing["stages"]), timing["stages"]
     assert means["optimistic"] < means["buffered"]
     markdown = (out / "report.md").read_text()
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
     assert "| micro-batch p50, first / middle / last third (ms) |" in markdown
     assert "| run | mode | stage | on rows | in our handlers | of which state calls |" in markdown
+    assert "| in our handlers over the run (s) | of which state calls (s) |" in markdown
     assert f"both modes ran unpaced on the first {report['warm_up_events']} events of each source, 3 a" in markdown
     assert "Where a micro-batch's time goes" in markdown and "| the input | optimistic | 1: " in markdown
     driver = r"^- the input, buffered, driver \((one batch|medians over [0-9]+ batches)\): triggerExecution "

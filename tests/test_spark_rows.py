@@ -5,6 +5,7 @@ pytest.importorskip("pyspark")
 
 from flamespark.core.codec import pack  # noqa: E402
 from flamespark.core.items import Item, Meta  # noqa: E402
+from flamespark.engines.spark.batch_time import batch_time  # noqa: E402
 from flamespark.engines.spark.collector import _handler_times  # noqa: E402
 from flamespark.engines.spark.processors.blob import HANDLER, metric_row  # noqa: E402
 from flamespark.engines.spark.rows import COLUMNS, ITEMS, OUT, Outbox, bundle_items, frame  # noqa: E402
@@ -56,3 +57,16 @@ def test_handler_times_are_summed_per_batch_and_stage_over_tasks_and_calls():
         3: {"1: count": {"ms": 40.0, "state_ms": 10.0}, "2: barrier": {"ms": 5.0, "state_ms": 1.0}},
         4: {"2: barrier": {"ms": 5.0, "state_ms": 1.0}},
     }
+
+
+def test_a_stages_handlers_are_timed_at_the_median_batch_after_the_first_and_summed_over_the_run():
+    def report(batch):
+        return {"batchId": batch, "durationMs": {"triggerExecution": 100 * batch},
+                "stateOperators": [{"allUpdatesTimeMs": 10, "commitTimeMs": 1, "numRowsUpdated": 2}]}
+
+    # A burst: the first batch (left out of the medians) and one of three after it carry the work.
+    handlers = {0: {"1: count": {"ms": 500.0, "state_ms": 300.0}}, 1: {"1: count": {"ms": 20.0, "state_ms": 5.0}},
+                2: {"1: count": {"ms": 400.0, "state_ms": 250.0}}, 3: {"1: count": {"ms": 30.0, "state_ms": 6.0}}}
+    stage, = batch_time([report(batch) for batch in range(4)], ["1: count"], handlers)["stages"]
+    assert (stage["handler_ms"], stage["state_ms"]) == (30.0, 6.0)
+    assert (stage["handler_total_ms"], stage["state_total_ms"]) == (950.0, 561.0)

@@ -191,6 +191,10 @@ def _batch_time(report: dict) -> list:
                                 for label, entry in runs])
 
 
+def _seconds_of(ms) -> str:
+    return number(None if ms is None else ms / 1000.0)
+
+
 def batch_time_markdown(runs: list) -> list:
     """A table of each run's batch time per mode and stage, and its driver's phases: `runs` is a list of `(label,
     {mode: batch_time})` (`batch_time.batch_time`'s dict, None where the engine reports none, as the local
@@ -198,10 +202,10 @@ def batch_time_markdown(runs: list) -> list:
 
     >>> timing = {"batches": 4, "driver_ms": {"addBatch": 800}, "stages": [
     ...     {"stage": "1: count", "rows_ms": 300, "handler_ms": 250.4, "state_ms": 120, "commit_ms": 9,
-    ...      "rows_updated": 70}]}
+    ...      "rows_updated": 70, "handler_total_ms": 1490.0, "state_total_ms": 610.0}]}
     >>> lines = batch_time_markdown([("10 events/s", {"optimistic": timing}), ("local", {"optimistic": None})])
-    >>> print("\\n".join(lines[7:]))
-    | 10 events/s | optimistic | 1: count | 300 | 250 | 120 | 9 | 70 |
+    >>> print("\\n".join(lines[8:]))
+    | 10 events/s | optimistic | 1: count | 300 | 250 | 120 | 9 | 70 | 1.49 | 0.61 |
     <BLANKLINE>
     - 10 events/s, optimistic, driver (medians over 4 batches): addBatch 800.
     <BLANKLINE>
@@ -213,18 +217,20 @@ def batch_time_markdown(runs: list) -> list:
         "Where a micro-batch's time goes (Spark's progress reports and our handlers' own; medians over the batches",
         "after the first, or the first where a run has one, in ms; a stage's time is summed over its tasks, which run",
         "in parallel). Time on rows is PySpark's runner and our handlers; a handler's time includes its calls to the",
-        "state store:",
+        "state store. A stage's work can come in bursts that its median batch does not show: the last two columns",
+        "sum our handlers' time over every batch of the run.",
         "",
         "| run | mode | stage | on rows | in our handlers | of which state calls | committing state "
-        "| rows updated |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| rows updated | in our handlers over the run (s) | of which state calls (s) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, timings in runs:
         for mode, timing in timings.items():
             for stage in timing["stages"]:
                 lines.append(f"| {label} | {mode} | {stage['stage']} | {number(stage['rows_ms'], 0)} | "
                              f"{number(stage.get('handler_ms'), 0)} | {number(stage.get('state_ms'), 0)} | "
-                             f"{number(stage['commit_ms'], 0)} | {number(stage['rows_updated'], 0)} |")
+                             f"{number(stage['commit_ms'], 0)} | {number(stage['rows_updated'], 0)} | "
+                             f"{_seconds_of(stage.get('handler_total_ms'))} | {_seconds_of(stage.get('state_total_ms'))} |")
     lines.append("")
     for label, timings in runs:
         for mode, timing in timings.items():

@@ -24,18 +24,22 @@ def batch_time(progress: list, stage_names: list, handlers: dict | None = None) 
     """Medians over a run's micro-batches (ms): each driver phase, and each stage's time on rows and commits, and
     in our handlers (`handler_ms`, of which `state_ms` in state-store calls) from `handlers`, `{batch id: {stage
     name: {"ms", "state_ms"}}}` (None where a stage's name is not its own, as the baseline's ingest operators
-    share one).
+    share one); and our handlers' time summed over every batch of the run, a resumed run's earlier batches included
+    (`handler_total_ms`, `state_total_ms`), as a stage's work can come in bursts that its median batch does not show.
 
     The first micro-batch, which also plans the query and starts its Python
-    workers, is left out when there are others. If Spark reports another
-    number of stateful operators than `stage_names`, they are numbered instead.
+    workers, is left out of the medians when there are others. If Spark
+    reports another number of stateful operators than `stage_names`, they
+    are numbered instead.
 
     >>> report = {"batchId": 4, "durationMs": {"triggerExecution": 900, "addBatch": 800},
     ...           "stateOperators": [{"allUpdatesTimeMs": 300, "commitTimeMs": 40, "numRowsUpdated": 7},
     ...                              {"allUpdatesTimeMs": 100, "commitTimeMs": 20, "numRowsUpdated": 3}]}
     >>> timing = batch_time([report], ["0: ingest", "1: count"], {4: {"0: ingest": {"ms": 70, "state_ms": 9}}})
-    >>> timing["driver_ms"]["addBatch"], timing["stages"][0]
-    (800, {'stage': '0: ingest', 'rows_ms': 100, 'commit_ms': 20, 'rows_updated': 3, 'handler_ms': 70, 'state_ms': 9})
+    >>> timing["driver_ms"]["addBatch"], timing["stages"][0]["handler_ms"], timing["stages"][0]["handler_total_ms"]
+    (800, 70, 70)
+    >>> {key: timing["stages"][0][key] for key in ("stage", "rows_ms", "commit_ms", "rows_updated", "state_ms")}
+    {'stage': '0: ingest', 'rows_ms': 100, 'commit_ms': 20, 'rows_updated': 3, 'state_ms': 9}
     """
     reports = [report for report in progress if "durationMs" in report]
     if len(reports) > 1:
@@ -56,9 +60,15 @@ def batch_time(progress: list, stage_names: list, handlers: dict | None = None) 
         return _median([handlers[report.get("batchId")][name][field] for report in reports
                         if name in handlers.get(report.get("batchId"), {})])
 
+    def handler_total(name, field):
+        if names.count(name) != 1:
+            return None
+        return sum(stages[name][field] for stages in handlers.values() if name in stages)
+
     stages = [{"stage": name, "rows_ms": median_of(index, "allUpdatesTimeMs"),
                "commit_ms": median_of(index, "commitTimeMs"), "rows_updated": median_of(index, "numRowsUpdated"),
-               "handler_ms": handler_median(name, "ms"), "state_ms": handler_median(name, "state_ms")}
+               "handler_ms": handler_median(name, "ms"), "state_ms": handler_median(name, "state_ms"),
+               "handler_total_ms": handler_total(name, "ms"), "state_total_ms": handler_total(name, "state_ms")}
               for index, name in enumerate(names)]
     return {"batches": len(reports), "driver_ms": driver, "stages": stages}
 

@@ -85,8 +85,8 @@ def markdown(report: dict) -> str:
         lines.append(f"| {label} | {number(get(report['optimistic']))} | {number(get(report['buffered']))} |")
     if report.get("warm_up_events"):
         lines += ["", f"Before the measured runs, both modes ran unpaced on the first {report['warm_up_events']} "
-                      f"events of each source, {report['warm_up_batch_rows']} a micro-batch (results discarded), so that "
-                      "neither is charged with warming up the JVM."]
+                      f"events of each source, {report['warm_up_batch_rows']} a micro-batch (results discarded), "
+                      "so that neither is charged with warming up the JVM."]
     lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.", ""]
     lines += _three_latencies(report)
     lines += _release_delays(report)
@@ -191,7 +191,7 @@ def _batch_time(report: dict) -> list:
                                 for label, entry in runs])
 
 
-def _seconds_of(ms) -> str:
+def _ms_as_seconds(ms) -> str:
     return number(None if ms is None else ms / 1000.0)
 
 
@@ -230,7 +230,8 @@ def batch_time_markdown(runs: list) -> list:
                 lines.append(f"| {label} | {mode} | {stage['stage']} | {number(stage['rows_ms'], 0)} | "
                              f"{number(stage.get('handler_ms'), 0)} | {number(stage.get('state_ms'), 0)} | "
                              f"{number(stage['commit_ms'], 0)} | {number(stage['rows_updated'], 0)} | "
-                             f"{_seconds_of(stage.get('handler_total_ms'))} | {_seconds_of(stage.get('state_total_ms'))} |")
+                             f"{_ms_as_seconds(stage.get('handler_total_ms'))} | "
+                             f"{_ms_as_seconds(stage.get('state_total_ms'))} |")
     lines.append("")
     for label, timings in runs:
         for mode, timing in timings.items():

@@ -13,6 +13,7 @@ from flamespark.engines.spark.session import check_java
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
 from flamespark.tools.bench import WARM_UP_EVENTS, modes_agree
+from flamespark.tools.bench_report import markdown as markdown_of
 from flamespark.tools.disorder import disorder_events
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +112,11 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
     assert "| in our handlers over the run (s) | of which state calls (s) |" in markdown
     assert f"both modes ran unpaced on the first {report['warm_up_events']} events of each source, 3 a" in markdown
     assert "Where a micro-batch's time goes" in markdown and "| the input | optimistic | 1: " in markdown
+    # A rate sweep's runs get rows of their own: here the input's runs stand in for those of a sweep at 7 events/s.
+    point = dict(report, rate=7.0, **{mode: dict(report[mode], processed_per_s=6.0, sustained=False, batch_s=0.5)
+                                      for mode in ("optimistic", "buffered")})
+    swept = markdown_of(dict(report, rates=[point], highest_sustained={"optimistic": None, "buffered": None}))
+    assert "| 7 events/s | optimistic | 1: " in swept and "| 7 events/s | buffered | 1: " in swept
     driver = r"^- the input, buffered, driver \((one batch|medians over [0-9]+ batches)\): triggerExecution "
     assert re.search(driver, markdown, re.MULTILINE)
     assert re.search(r"^\| optimistic \| [0-9,]+ \|", markdown, re.MULTILINE)

@@ -54,21 +54,22 @@ def batch_time(progress: list, stage_names: list, handlers: dict | None = None) 
     def median_of(index, metric):
         return _median([stage[index].get(metric, 0) for stage in operators if index < len(stage)])
 
-    def handler_median(name, field):
-        if names.count(name) != 1:
-            return None
-        return _median([handlers[report.get("batchId")][name][field] for report in reports
-                        if name in handlers.get(report.get("batchId"), {})])
+    measured = {report.get("batchId") for report in reports}
 
-    def handler_total(name, field):
+    def handler_times(name) -> dict:
+        """The stage's handler times at the median measured batch and summed over every batch."""
         if names.count(name) != 1:
-            return None
-        return sum(stages[name][field] for stages in handlers.values() if name in stages)
+            return dict.fromkeys(("handler_ms", "state_ms", "handler_total_ms", "state_total_ms"))
+        per_batch = {batch: stages[name] for batch, stages in handlers.items() if name in stages}
+        at_median = [took for batch, took in per_batch.items() if batch in measured]
+        return {"handler_ms": _median([took["ms"] for took in at_median]),
+                "state_ms": _median([took["state_ms"] for took in at_median]),
+                "handler_total_ms": sum(took["ms"] for took in per_batch.values()),
+                "state_total_ms": sum(took["state_ms"] for took in per_batch.values())}
 
     stages = [{"stage": name, "rows_ms": median_of(index, "allUpdatesTimeMs"),
                "commit_ms": median_of(index, "commitTimeMs"), "rows_updated": median_of(index, "numRowsUpdated"),
-               "handler_ms": handler_median(name, "ms"), "state_ms": handler_median(name, "state_ms"),
-               "handler_total_ms": handler_total(name, "ms"), "state_total_ms": handler_total(name, "state_ms")}
+               **handler_times(name)}
               for index, name in enumerate(names)]
     return {"batches": len(reports), "driver_ms": driver, "stages": stages}
 

@@ -34,7 +34,10 @@ def test_core_bench_reports_every_run(tmp_path):
             assert run["documents"] == 12 and 0 < run["released"] <= expected
             assert 0 < run["before_run_mb"] <= run["peak_mb"] and set(run["latency_ms"]) == {"p50", "p75", "p95", "p99"}
         assert entry["buffered"]["replay_ratio"] == 1.0
+        assert len(entry["pair_ratios"]) == 2 and all(ratio > 0 for ratio in entry["pair_ratios"])
     assert report["running_sum"]["released"] == 500
+    sums = report["running_sum"]["runs_events_per_s"]
+    assert len(sums) == 2 and report["running_sum"]["events_per_s"] == min(sums)
     changelog = report["changelog"]
     assert changelog["outputs_equal"] is True and len(changelog["wall_s"]["on"]) == 2
     assert changelog["cost_ratio"] > 0 and changelog["paced"]["changes"]["added"] >= expected
@@ -46,6 +49,8 @@ def test_core_bench_reports_every_run(tmp_path):
     assert "| **ratio** |" in text and "Outputs equal in every pair." in text and "pair by pair" in text
     assert "of which before the run" in text and "before its run started" in text and "the median of 2 runs" in text
     assert "| CPU (s) |" in text and "in CPU time" in text
+    assert "the median docs/s of 2 alternating pairs" in text and ", 100000 docs/s: " in text
+    assert "events/s, the median of 2 runs" in text
     assert f"**{report['in_order']['ratio']:.2f}x** | {report['in_order']['cpu_ratio']:.2f}x |" in text
 
 

@@ -17,8 +17,8 @@ def add_parser(commands):
                     "in order against the example's plain Python program (in_order_index) and the ratio of their "
                     "median times, wall and CPU, over --repeat alternating pairs; both modes paced at --rate "
                     "documents/s with 30% of the documents delayed by |N(0, 1000 ms)| and by "
-                    "|N(0, 100 ms)|, and the first of these at --overload-rate; the running-sum example in order; what "
-                    "the changelog costs, and its speculative latency paced. "
+                    "|N(0, 100 ms)|, and the first of these at --overload-rate, each in --repeat alternating pairs; "
+                    "the running-sum example in order; what the changelog costs, and its speculative latency paced. "
                     "Each run has a process of its own, so its peak memory is its own.")
     parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
                         help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
@@ -38,8 +38,10 @@ def add_parser(commands):
                         help="running-sum readings (default: %(default)s)")
     parser.add_argument("--repeat", metavar="N", type=positive_int, default=3,
                         help="pairs of in-order runs (plain Python and the engine, alternating) and of runs "
-                             "without and with the changelog, whose median wall and CPU times are compared, and paced "
-                             "runs with it, whose median speculative latency is reported (default: %(default)s)")
+                             "without and with the changelog, whose median wall and CPU times are compared; pairs of "
+                             "paced runs (the optimistic and the buffered mode, alternating), whose median docs/s "
+                             "are compared; running-sum runs and paced runs with the changelog, whose median "
+                             "events/s and speculative latency are reported (default: %(default)s)")
     parser.add_argument("--changelog-rate", metavar="DOCS_PER_S", type=positive_float, default=10.0,
                         help="offered rate of the paced runs with the changelog, for its speculative latency "
                              "(default: %(default)s)")

@@ -1,16 +1,22 @@
 """On a real Spark session: `PipelinedMap` reads and writes what a MapState's one-at-a-time calls do, and its
 prefixed views the entries under their prefix."""
 import json
+import pickle
+import struct
 
 import pandas as pd
 import pytest
 
 pytest.importorskip("pyspark")
 
+from pyspark.serializers import PickleSerializer  # noqa: E402
 from pyspark.sql.streaming import StatefulProcessor  # noqa: E402
+from pyspark.sql.streaming.proto import StateMessage_pb2 as messages  # noqa: E402
+from pyspark.sql.streaming.stateful_processor_api_client import StatefulProcessorApiClient  # noqa: E402
+from pyspark.sql.types import BinaryType, StructField, StructType  # noqa: E402
 
 from flamespark.core.errors import InternalError  # noqa: E402
-from flamespark.engines.spark.processors import pipelined  # noqa: E402
+from flamespark.engines.spark.processors import pipelined, state_messages  # noqa: E402
 from flamespark.engines.spark.processors.pipelined import PipelinedMap  # noqa: E402
 
 # More keys than a chunk holds requests, and values that fill a chunk's bytes sooner.
@@ -77,3 +83,46 @@ def test_pipelined_reads_and_writes_equal_one_call_at_a_time(spark, tmp_path):
 def test_a_map_state_without_the_client_it_needs_is_refused():
     with pytest.raises(InternalError, match="lacks what FlameSpark's pipelined state calls use"):
         PipelinedMap(object())
+
+
+# Lengths on both sides of each varint size (one, two and three bytes); an encoded row is never empty.
+SIZES = [1, 127, 128, 300, 16383, 16384, 70_000]
+
+
+def _protobuf(call: str, key: bytes, value: bytes | None = None) -> bytes:
+    arguments = {"userKey": key} if value is None else {"userKey": key, "value": value}
+    argument_message = {"getValue": messages.GetValue, "updateValue": messages.UpdateValue,
+                        "removeKey": messages.RemoveKey}[call](**arguments)
+    return messages.StateRequest(stateVariableRequest=messages.StateVariableRequest(
+        mapStateCall=messages.MapStateCall(stateName="state", **{call: argument_message}))).SerializeToString()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_requests_are_encoded_as_protobuf_encodes_them(size):
+    key, value = b"k" * size, b"v" * (size + 1)
+    assert state_messages.map_state_request(b"state", state_messages.GET_VALUE, key) == _protobuf("getValue", key)
+    assert state_messages.map_state_request(b"state", state_messages.REMOVE_KEY, key) == _protobuf("removeKey", key)
+    assert (state_messages.map_state_request(b"state", state_messages.UPDATE_VALUE, key, value)
+            == _protobuf("updateValue", key, value))
+
+
+class _Client:
+    """What PySpark's client reads of itself to encode and decode rows."""
+
+    pickleSer = PickleSerializer()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rows_are_encoded_and_decoded_as_pyspark_s_client_does(size):
+    schema = StructType([StructField("value", BinaryType())])
+    row = (b"x" * size,)
+    assert state_messages.encode_row(row) == StatefulProcessorApiClient._serialize_to_bytes(_Client(), schema, row)
+    # A row as the JVM pickles it: its schema from JSON, a converter for it, the converter applied to the values.
+    schema_json = schema.json().encode()
+    jvm_pickle = (b"\x80\x02cpyspark.sql.types\n_create_row_inbound_converter\n"
+                  b"cpyspark.sql.types\n_parse_datatype_json_string\n"
+                  + b"X" + struct.pack("<I", len(schema_json)) + schema_json + b"\x85R\x85R"
+                  + b"B" + struct.pack("<I", size) + row[0] + b"\x85R.")
+    as_pyspark_decodes = StatefulProcessorApiClient._deserialize_from_bytes(_Client(), jvm_pickle)
+    assert state_messages.decode_row(jvm_pickle) == tuple(as_pyspark_decodes) == row
+    assert state_messages.decode_row(pickle.dumps(row)) == row  # a plain tuple as it is

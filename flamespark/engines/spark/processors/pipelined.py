@@ -7,22 +7,30 @@ order it reads them, so `PipelinedMap` writes a chunk of requests, then reads
 their answers: measured inside a real query here, 26 µs a read and 15 µs a
 write in chunks of 256, against 80–95 µs one call at a time.
 
-It speaks the state server's protocol through PySpark's own client, message
-classes and serializers; those are internal, so it is tied to the PySpark
-release that `setup.cfg` pins and refuses a MapState that lacks them.
+It speaks the state server's protocol over PySpark's own client's socket,
+with requests and rows encoded as `state_messages` does; those internals are
+tied to the PySpark release that `setup.cfg` pins, and a MapState that lacks
+them is refused.
 """
 import copy
+import struct
 import time
 
-from pyspark.serializers import write_int
-from pyspark.sql.streaming.proto import StateMessage_pb2 as messages
-
 from flamespark.core.errors import InternalError
+from flamespark.engines.spark.processors.state_messages import (
+    GET_VALUE,
+    REMOVE_KEY,
+    UPDATE_VALUE,
+    decode_row,
+    encode_row,
+    map_state_request,
+)
 
 # Small enough that a chunk's requests fit in the socket's buffers: writing them never blocks, even while the
 # server waits for us to read its answers (which we do only after the whole chunk), so neither side waits forever.
 CHUNK_REQUESTS = 256
 CHUNK_BYTES = 64 * 1024
+_HEADER = struct.Struct(">ii")  # as PySpark's write_int writes each
 
 
 class Stopwatch:
@@ -50,11 +58,10 @@ class PipelinedMap:
         self._to_bytes = bytes
         self.stopwatch = Stopwatch()
         try:
-            client = map_state._mapStateClient
             self._name = map_state._stateName
-            self._api = client._stateful_processor_api_client
-            self._key_schema, self._value_schema = client.user_key_schema, client.value_schema
-            self._socket = self._api.sockfile
+            self._encoded_name = self._name.encode()
+            api = map_state._mapStateClient._stateful_processor_api_client
+            self._receive, self._socket = api._receive_proto_message, api.sockfile
         except AttributeError as exc:
             raise InternalError(
                 f"internal error: this PySpark's MapState lacks what FlameSpark's pipelined state calls use "
@@ -71,22 +78,19 @@ class PipelinedMap:
     def get_many(self, keys: list) -> list:
         """The value row of each user key in `keys` (None where there is none), in order."""
         started = time.perf_counter()
-        requests = (self._call(getValue=messages.GetValue(userKey=self._key(key))) for key in keys)
+        name = self._encoded_name
+        requests = (map_state_request(name, GET_VALUE, self._key(key)) for key in keys)
         answers = self._exchange(requests, "reading")
-        deserialize = self._api._deserialize_from_bytes
-        rows = [deserialize(value) if value else None for value in answers]
+        rows = [decode_row(value) if value else None for value in answers]
         self.stopwatch.seconds += time.perf_counter() - started
         return rows
 
     def write(self, updates: list, removals: list):
         """Set each `(user key, value row)` of `updates`, then remove each user key of `removals`."""
         started = time.perf_counter()
-        serialize, schema = self._api._serialize_to_bytes, self._value_schema
-        requests = [
-            self._call(updateValue=messages.UpdateValue(userKey=self._key(key), value=serialize(schema, value)))
-            for key, value in updates
-        ]
-        requests += [self._call(removeKey=messages.RemoveKey(userKey=self._key(key))) for key in removals]
+        name = self._encoded_name
+        requests = [map_state_request(name, UPDATE_VALUE, self._key(key), encode_row(value)) for key, value in updates]
+        requests += [map_state_request(name, REMOVE_KEY, self._key(key)) for key in removals]
         self._exchange(requests, "writing")
         self.stopwatch.seconds += time.perf_counter() - started
 
@@ -100,21 +104,16 @@ class PipelinedMap:
         self.write([], [key])
 
     def _key(self, key) -> bytes:
-        return self._api._serialize_to_bytes(self._key_schema, (self._prefix + self._to_bytes(key[0]),))
-
-    def _call(self, **call) -> bytes:
-        request = messages.StateRequest(stateVariableRequest=messages.StateVariableRequest(
-            mapStateCall=messages.MapStateCall(stateName=self._name, **call)))
-        return request.SerializeToString()
+        return encode_row((self._prefix + self._to_bytes(key[0]),))
 
     def _exchange(self, requests, doing: str) -> list:
         """Send `requests` chunk by chunk, reading each chunk's answers after it; the answers' values."""
         values = []
         pending, size = 0, 0
+        write = self._socket.write
         for request in requests:
-            write_int(0, self._socket)  # the protocol's message version, as PySpark's client writes it
-            write_int(len(request), self._socket)
-            self._socket.write(request)
+            write(_HEADER.pack(0, len(request)))  # the protocol's message version, then the message's length
+            write(request)
             pending, size = pending + 1, size + len(request)
             if pending == CHUNK_REQUESTS or size >= CHUNK_BYTES:
                 values += self._answers(pending, doing)
@@ -125,7 +124,7 @@ class PipelinedMap:
 
     def _answers(self, count: int, doing: str) -> list:
         self._socket.flush()
-        answers = [self._api._receive_proto_message() for _ in range(count)]
+        answers = [self._receive() for _ in range(count)]
         for status, error, _ in answers:
             if status != 0:
                 raise InternalError(f"internal error: Spark's state store failed {doing} map state "

@@ -1,5 +1,6 @@
 """On a real Spark session: `PipelinedMap` reads and writes what a MapState's one-at-a-time calls do, and its
-prefixed views the entries under their prefix."""
+prefixed views the entries under their prefix; apart, the requests and rows it sends are byte for byte what
+PySpark's client sends, and it decodes rows as PySpark's client does."""
 import json
 import pickle
 import struct

@@ -74,6 +74,14 @@ def _row_values(*values) -> tuple:
     return values
 
 
+def _row_maker(schema):
+    return _row_values
+
+
+def _no_schema(schema_json):
+    return None
+
+
 class _RowUnpickler(pickle.Unpickler):
     """Unpickles a row the JVM pickled (its schema as JSON, then its values) as the tuple of its values."""
 
@@ -84,14 +92,6 @@ class _RowUnpickler(pickle.Unpickler):
             if name == "_create_row_inbound_converter":
                 return _row_maker
         return super().find_class(module, name)
-
-
-def _no_schema(schema_json):
-    return None
-
-
-def _row_maker(schema):
-    return _row_values
 
 
 def decode_row(data: bytes) -> tuple:

@@ -528,24 +528,57 @@ def run_on_terminal(command):
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, capsys):
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+def start_cli(command, stderr):
+    """`command` in a session of its own (so that a signal can reach its whole process group), stderr to a file."""
+    with open(stderr, "wb") as log:
+        return subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                start_new_session=True)
+
+
+def written_parts(checkpoint) -> int:
+    """Micro-batches whose releases are written (the last one perhaps not yet committed)."""
+    return len(list((checkpoint / "parts").glob("batch-*.msgpack")))
+
+
+def wait_for_parts(process, checkpoint, count, stderr):
+    """Wait until `count` micro-batches have written their parts; the run must still be going."""
+    deadline = time.monotonic() + TIMEOUT
+    while written_parts(checkpoint) < count:
+        assert process.poll() is None, stderr.read_text()
+        assert time.monotonic() < deadline, f"no micro-batch {count - 1} in time"
+        time.sleep(0.1)
+    assert process.poll() is None, "the run ended before it could be stopped"
+
+
+def test_a_cli_run_stopped_by_ctrl_c_then_killed_resumes_to_the_uninterrupted_output(readings, tmp_path, capsys):
+    """Three runs of one command on one checkpoint: Ctrl-C after the first micro-batch, SIGKILL after the
+    resumed run's next one, then a run to the end, whose outputs are the uninterrupted run's."""
+    out, checkpoint, stderr = tmp_path / "out", tmp_path / "checkpoint", tmp_path / "stderr.txt"
     command = cli_command(readings.events, out, checkpoint)
-    with open(tmp_path / "stderr.txt", "wb") as stderr:
-        process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=stderr, start_new_session=True)
-        try:
-            deadline = time.monotonic() + TIMEOUT
-            while len(list((checkpoint / "parts").glob("batch-*.msgpack"))) < 2:
-                assert process.poll() is None, (tmp_path / "stderr.txt").read_text()
-                assert time.monotonic() < deadline, "no second micro-batch in time"
-                time.sleep(0.1)
-            assert process.poll() is None, "the run ended before it could be killed"
-        finally:
+
+    process = start_cli(command, stderr)
+    try:
+        wait_for_parts(process, checkpoint, 1, stderr)
+        # What Ctrl-C on a terminal does: SIGINT to the whole process group (driver, JVM, Python workers).
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=TIMEOUT) == 130, stderr.read_text()
+    finally:
+        if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    assert stderr.read_text().splitlines() == [
+        f"flamespark: stopped before the end of the input; rerun the same command to resume (checkpoint {checkpoint})"]
+    assert not (out / "metrics.json").exists()
+
+    stopped_at = written_parts(checkpoint)
+    process = start_cli(command, stderr)
+    try:
+        wait_for_parts(process, checkpoint, stopped_at + 1, stderr)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
     assert not (out / "metrics.json").exists()
     assert not (out / "totals.jsonl").exists()
+    killed_at = written_parts(checkpoint)
 
     code, terminal = run_on_terminal(command)
     assert code == 0, terminal
@@ -562,12 +595,13 @@ def test_killed_cli_run_resumes_to_the_uninterrupted_output(readings, tmp_path, 
     assert metrics["changes"]["retracted"] == readings.metrics["changes"]["retracted"]
     assert without_durations(metrics["engine"]) == without_durations(readings.metrics["engine"])
 
-    # The terminal showed progress (resumed, so never batch 0 again) and nothing but FlameSpark's lines.
+    # The terminal showed progress and nothing but FlameSpark's lines. It resumed, so it began at the last batch
+    # whose part was written (which the kill may have left uncommitted) or after it.
     lines = [line.strip() for line in re.split(r"[\r\n]+", terminal) if line.strip()]
     progress = [line for line in lines if line.startswith("batch ")]
     assert progress and all(re.fullmatch(r"batch \d+: \d+ event\(s\) in, \d+ released, up to \d+ held "
                                          r"at the barrier", line) for line in progress), lines
-    assert min(int(line.split()[1].rstrip(":")) for line in progress) >= 1
+    assert min(int(line.split()[1].rstrip(":")) for line in progress) >= killed_at - 1
     changes = metrics["changes"]
     assert lines[-1] == (f"released {len(totals)} record(s) from {len(READINGS) - 2} event(s) applied "
                          f"(2 late one(s) dropped, replay ratio 1.000); outputs in {out}; "
@@ -587,38 +621,6 @@ def without_durations(engine_metrics: dict) -> dict:
     """Engine metrics but the micro-batch durations and timings, which only count the batches of the latest run."""
     return {key: value for key, value in engine_metrics.items()
             if key not in ("batch_duration_ms", "batch_duration_thirds_ms", "batch_time", "first_batch_s")}
-
-
-def test_ctrl_c_stops_a_cli_run_in_one_line_and_a_rerun_resumes_it(readings, tmp_path):
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    command = cli_command(readings.events, out, checkpoint)
-    stderr = tmp_path / "stderr.txt"
-    with open(stderr, "wb") as log:
-        process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=log, start_new_session=True)
-        try:
-            deadline = time.monotonic() + TIMEOUT
-            while len(list((checkpoint / "parts").glob("batch-*.msgpack"))) < 2:
-                assert process.poll() is None, stderr.read_text()
-                assert time.monotonic() < deadline, "no second micro-batch in time"
-                time.sleep(0.1)
-            assert process.poll() is None, "the run ended before it could be interrupted"
-            # What Ctrl-C on a terminal does: SIGINT to the whole process group (driver, JVM, Python workers).
-            os.killpg(process.pid, signal.SIGINT)
-            assert process.wait(timeout=TIMEOUT) == 130, stderr.read_text()
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-    assert stderr.read_text().splitlines() == [
-        f"flamespark: stopped before the end of the input; rerun the same command to resume (checkpoint {checkpoint})"]
-    assert not (out / "metrics.json").exists()
-
-    rerun = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=TIMEOUT)
-    assert rerun.returncode == 0, rerun.stderr
-    assert (out / "totals.jsonl").read_text() == (readings.spark / "totals.jsonl").read_text()
-    assert (out / "late.jsonl").read_text() == (readings.spark / "late.jsonl").read_text()
-    assert json.loads((out / "metrics.json").read_text())["engine"]["batches"] == readings.metrics["engine"]["batches"]
 
 
 def test_cli_without_java_says_so_in_one_line(tmp_path):

@@ -2,7 +2,8 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float, spark_master
+from flamespark.cli.arguments import (comma_separated, non_negative_float, non_negative_int, percent, positive_float,
+                                      spark_master)
 from flamespark.cli.run import add_pipeline_arguments, run_options
 from flamespark.tools.bench import WARM_UP_BATCH_ROWS, WARM_UP_EVENTS
 
@@ -23,9 +24,9 @@ def add_parser(commands):
         "bench", help="compare the optimistic mode with the buffered baseline",
         description="Run both modes on the same input (and, with --sweep, on re-disordered copies of it; with "
                     "--rates, offered at several rates) and write DIR/report.json, DIR/report.md and plots. On "
-                    f"Spark, both modes first run once, unpaced and discarded, on the first {WARM_UP_EVENTS} events "
-                    f"of each source, {WARM_UP_BATCH_ROWS} a micro-batch, so that neither is measured on a cold "
-                    "JVM. Exit status 1 if their outputs differ.")
+                    "Spark, both modes first run once, unpaced and discarded, on the first events of each source "
+                    f"(--warmup-events), {WARM_UP_BATCH_ROWS} a micro-batch, so that neither is measured on a "
+                    "cold JVM. Exit status 1 if their outputs differ.")
     add_pipeline_arguments(parser)
     parser.add_argument("--sweep", metavar="percent=P1,P2,...", type=sweep_points, default=[],
                         help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
@@ -38,6 +39,9 @@ def add_parser(commands):
     parser.add_argument("--scaling", metavar="MASTER1,MASTER2", type=comma_separated(spark_master), default=(),
                         help="also run the optimistic mode unpaced on each Spark master (e.g. local[1],local[2]), "
                              "each in a process of its own, and report the events/s of each and their ratio")
+    parser.add_argument("--warmup-events", metavar="N", type=non_negative_int, default=None,
+                        help=f"Spark only: events of each source in the warm-up runs (default: {WARM_UP_EVENTS}; "
+                             "0: no warm-up)")
     parser.set_defaults(handler=command)
 
 
@@ -48,7 +52,7 @@ def command(args) -> int:
 
     report = bench(load_graph(args.pipeline), args.input, args.out, sweep=args.sweep, stddev_ms=args.stddev_ms,
                    seed=args.seed, rates=args.rates, title=args.pipeline, scaling=args.scaling,
-                   pipeline=args.pipeline, **run_options(args))
+                   pipeline=args.pipeline, warmup_events=args.warmup_events, **run_options(args))
     equal = modes_agree(report)
     print(f"bench: report in {args.out / 'report.md'}; {headline(report)}"
           + ("" if equal else "; OUTPUTS DIFFER between modes"), file=sys.stderr)

@@ -35,7 +35,7 @@ def _progress(text: str):
     print(f"bench: {text}", file=sys.stderr, flush=True)
 
 
-# Events per source of the Spark warm-up runs (`Runs.warm_up`), and how many a micro-batch.
+# Events per source of the Spark warm-up runs (`Runs.warm_up`) unless told otherwise, and how many a micro-batch.
 WARM_UP_EVENTS = 60
 WARM_UP_BATCH_ROWS = 3
 
@@ -65,12 +65,14 @@ class Runs:
         return run(graph, inputs, engine="spark", master=self.master, checkpoint=checkpoint,
                    max_rows_per_batch=self.max_rows_per_batch, ingest_partitions=self.ingest_partitions, **options)
 
-    def warm_up(self, graph, events: dict) -> int:
-        """Run both modes unpaced on the first WARM_UP_EVENTS events of each source, WARM_UP_BATCH_ROWS a
+    def warm_up(self, graph, events: dict, count: int) -> int:
+        """Run both modes unpaced on the first `count` events of each source, WARM_UP_BATCH_ROWS a
         micro-batch, discarding the results, so that the measured runs share a JVM that has run many batches:
         the first run in a fresh one took twice as long a micro-batch here, and one warm-up batch per mode did
-        not make up for it where twenty did. Returns the fewest events a source gave it."""
-        first = {name: pairs[:WARM_UP_EVENTS] for name, pairs in events.items()}
+        not make up for it where twenty did. Returns the fewest events a source gave it (0: no warm-up)."""
+        if not count:
+            return 0
+        first = {name: pairs[:count] for name, pairs in events.items()}
         for mode in MODES:
             _progress(f"warm-up: {mode} ...")
             replace(self, rate=None, max_rows_per_batch=WARM_UP_BATCH_ROWS).run(graph, first, mode, "warm-up")
@@ -174,7 +176,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
           checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
           sweep: Sequence[float] = (), stddev_ms: float = 1000.0, seed: int = 0, rates: Sequence[float] = (),
           title: str | None = None, ingest_partitions: int | None = None, scaling: Sequence[str] = (),
-          pipeline: str | None = None) -> dict:
+          pipeline: str | None = None, warmup_events: int | None = None) -> dict:
     """Run `graph` in both modes over `inputs` (source name to a JSONL file or a directory) and return the report.
 
     The report is also written to `out` (report.json, report.md, latency.png).
@@ -190,6 +192,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     optimistic mode also runs unpaced on each, in processes of their own
     that load `pipeline` (`PATH.py:ATTR`, the file `graph` came from), and
     the report gives the events/s of each and their ratio.
+    On Spark, both modes first warm up the JVM on the first `warmup_events`
+    events of each source (default WARM_UP_EVENTS; 0 for none).
     The other options are `flamespark.run`'s; `rate` paces the local engine's
     input too.
     """
@@ -197,6 +201,9 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     RunOptions.of(engine, reorder_latency=reorder_latency, late=late, rate=rate,
                   **spark_options_given(master=master, checkpoint=checkpoint, max_rows_per_batch=max_rows_per_batch,
                                         ingest_partitions=ingest_partitions))
+    if warmup_events is not None and (engine != "spark" or warmup_events < 0):
+        raise OptionError(f"bench: warmup_events is a count of events (0 or more) for the Spark engine's warm-up; "
+                          f"got {warmup_events!r} with engine={engine!r}")
     paths = check_inputs(graph, inputs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -208,7 +215,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch,
                 ingest_partitions)
     events = {name: read_input(name, path) for name, path in paths.items()}
-    warmed = runs.warm_up(graph, events) if engine == "spark" else None
+    warmed = runs.warm_up(graph, events, WARM_UP_EVENTS if warmup_events is None else warmup_events) \
+        if engine == "spark" else None
     main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths, "the input")
     report = {
         "pipeline": title or graph.name,

@@ -12,7 +12,7 @@ from flamespark.cli.bench import sweep_points
 from flamespark.engines.spark.session import check_java
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
-from flamespark.tools.bench import WARM_UP_EVENTS, modes_agree
+from flamespark.tools.bench import WARM_UP_EVENTS, Runs, modes_agree
 from flamespark.tools.bench_report import markdown as markdown_of
 from flamespark.tools.disorder import disorder_events
 
@@ -173,6 +173,17 @@ def test_bench_is_a_function_of_typed_arguments(tmp_path, events_file):
         run_bench(inverted_index, {"docs": events_file}, tmp_path / "out", engine="local", warmup_events=5)
     with pytest.raises(fs.OptionError, match="engine must be one of local, spark, got 'flink'"):
         run_bench(inverted_index, {"docs": events_file}, tmp_path / "other", engine="flink")
+
+
+def test_a_warm_up_of_no_events_runs_nothing_and_a_negative_count_is_refused(tmp_path, events_file, capsys):
+    runs = Runs("spark", 200, "drop", None, None, tmp_path / "checkpoints", None)
+    assert runs.warm_up(inverted_index, {"docs": [(0, {"doc_id": 0, "text": "a"})]}, 0) == 0
+    assert not (tmp_path / "checkpoints").exists()  # a run would have made its checkpoint there
+    with pytest.raises(SystemExit):
+        main(["bench", PIPELINE, "--input", f"docs={events_file}", "--out", str(tmp_path / "out"),
+              "--warmup-events", "-1"])
+    assert "argument --warmup-events: must be >= 0, not -1" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("text", ["percent=", "percent=5,x", "ratio=10", "percent=120"])

@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from argparse import Namespace
 from collections import Counter
 from pathlib import Path
@@ -40,6 +39,7 @@ from flamespark.engines.spark.topology import Topology
 from flamespark.tools.runner import run_to_directory
 from tests import graphs
 from tests.graphs import running_sum_update
+from tests.processes import wait_for
 from tests.changelog_checks import check_changelog
 from tests.reference import reference_run
 
@@ -542,11 +542,7 @@ def written_parts(checkpoint) -> int:
 
 def wait_for_parts(process, checkpoint, count, stderr):
     """Wait until `count` micro-batches have written their parts; the run must still be going."""
-    deadline = time.monotonic() + TIMEOUT
-    while written_parts(checkpoint) < count:
-        assert process.poll() is None, stderr.read_text()
-        assert time.monotonic() < deadline, f"no micro-batch {count - 1} in time"
-        time.sleep(0.1)
+    wait_for(lambda: written_parts(checkpoint) >= count, process, stderr, f"micro-batch {count - 1}", TIMEOUT)
     assert process.poll() is None, "the run ended before it could be stopped"
 
 

@@ -17,6 +17,7 @@ import pytest
 import flamespark as fs
 from examples.running_sum import graph as running_sum
 from flamespark.io.inputs import read_input
+from tests.processes import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINE = "examples/running_sum.py:graph"
@@ -159,14 +160,6 @@ print("Spark started:", pyspark.SparkContext._active_spark_context is not None)
     ], done.stderr
 
 
-def wait_for(condition, process, stderr: Path, what: str):
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        assert process.poll() is None, stderr.read_text()
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
     arrival = arrival_order(90, seed=7)
     late = {"ts": 0, "sensor": "late", "value": 5}
@@ -182,10 +175,10 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
                                    stderr=log, start_new_session=True)
         try:
             wait_for(lambda: (out / "totals").is_dir() and any((out / "totals").iterdir()), process, stderr,
-                     "the first file's outputs")
+                     "the first file's outputs", TIMEOUT)
             write_file(inputs / "part-1.jsonl", [late] + arrival[30:60])
             wait_for(lambda: (out / "late").is_dir() and any((out / "late").iterdir()), process, stderr,
-                     "the second file's dead letter")
+                     "the second file's dead letter", TIMEOUT)
             # Ctrl-C on a terminal signals the whole process group: the driver, the JVM and Spark's Python workers.
             os.killpg(process.pid, signal.SIGINT)
             assert process.wait(timeout=TIMEOUT) == 0, stderr.read_text()

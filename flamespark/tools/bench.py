@@ -215,8 +215,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch,
                 ingest_partitions)
     events = {name: read_input(name, path) for name, path in paths.items()}
-    warmed = runs.warm_up(graph, events, WARM_UP_EVENTS if warmup_events is None else warmup_events) \
-        if engine == "spark" else None
+    warm_up = WARM_UP_EVENTS if warmup_events is None else warmup_events
+    warmed = runs.warm_up(graph, events, warm_up) if engine == "spark" else None
     main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths, "the input")
     report = {
         "pipeline": title or graph.name,

@@ -48,7 +48,7 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["outputs_equal"] is True
     assert report["engine"] == "local" and report["reorder_latency"] == 200 and report["pipeline"] == PIPELINE
-    assert report["warm_up_events"] is None  # the local engine has no JVM to warm up
+    assert report["warm_up_events"] is report["warm_up_batch_rows"] is None  # no JVM to warm up
     assert set(report["machine"]) == {"cores", "python", "platform"}
     assert report["input"]["events"] == 30 and report["input"]["late"] == 1
     assert report["input"]["sources"]["docs"]["inversions"] > 0
@@ -177,7 +177,8 @@ def test_bench_is_a_function_of_typed_arguments(tmp_path, events_file):
 
 def test_a_warm_up_of_no_events_runs_nothing_and_a_negative_count_is_refused(tmp_path, events_file, capsys):
     runs = Runs("spark", 200, "drop", None, None, tmp_path / "checkpoints", None)
-    assert runs.warm_up(inverted_index, {"docs": [(0, {"doc_id": 0, "text": "a"})]}, 0) == 0
+    facts = runs.warm_up(inverted_index, {"docs": [(0, {"doc_id": 0, "text": "a"})]}, 0)
+    assert facts == {"warm_up_events": 0, "warm_up_batch_rows": None}
     assert not (tmp_path / "checkpoints").exists()  # a run would have made its checkpoint there
     with pytest.raises(SystemExit):
         main(["bench", PIPELINE, "--input", f"docs={events_file}", "--out", str(tmp_path / "out"),

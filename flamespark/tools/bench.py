@@ -38,6 +38,8 @@ def _progress(text: str):
 # Events per source of the Spark warm-up runs (`Runs.warm_up`) unless told otherwise, and how many a micro-batch.
 WARM_UP_EVENTS = 60
 WARM_UP_BATCH_ROWS = 3
+# What the report says of the warm-up: the fewest events a source gave it, and its rows a micro-batch.
+WARM_UP_FACTS = ("warm_up_events", "warm_up_batch_rows")
 
 
 @dataclass(frozen=True)
@@ -65,18 +67,19 @@ class Runs:
         return run(graph, inputs, engine="spark", master=self.master, checkpoint=checkpoint,
                    max_rows_per_batch=self.max_rows_per_batch, ingest_partitions=self.ingest_partitions, **options)
 
-    def warm_up(self, graph, events: dict, count: int) -> int:
+    def warm_up(self, graph, events: dict, count: int) -> dict:
         """Run both modes unpaced on the first `count` events of each source, WARM_UP_BATCH_ROWS a
         micro-batch, discarding the results, so that the measured runs share a JVM that has run many batches:
         the first run in a fresh one took twice as long a micro-batch here, and one warm-up batch per mode did
-        not make up for it where twenty did. Returns the fewest events a source gave it (0: no warm-up)."""
-        if not count:
-            return 0
+        not make up for it where twenty did. Returns the report's facts of it: the fewest events a source gave
+        it (0: no warm-up) and the rows a micro-batch (None when nothing ran)."""
         first = {name: pairs[:count] for name, pairs in events.items()}
-        for mode in MODES:
-            _progress(f"warm-up: {mode} ...")
-            replace(self, rate=None, max_rows_per_batch=WARM_UP_BATCH_ROWS).run(graph, first, mode, "warm-up")
-        return min(map(len, first.values()), default=0)
+        warmed = min(map(len, first.values()), default=0) if count else 0
+        if warmed:
+            for mode in MODES:
+                _progress(f"warm-up: {mode} ...")
+                replace(self, rate=None, max_rows_per_batch=WARM_UP_BATCH_ROWS).run(graph, first, mode, "warm-up")
+        return dict(zip(WARM_UP_FACTS, (warmed, WARM_UP_BATCH_ROWS if warmed else None)))
 
     def compare(self, graph, events: dict, label: str, inputs: dict, title: str) -> tuple[dict, dict]:
         """Both modes on `inputs` (what `run` takes: `events` itself, or their files for spark).
@@ -216,7 +219,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
                 ingest_partitions)
     events = {name: read_input(name, path) for name, path in paths.items()}
     warm_up = WARM_UP_EVENTS if warmup_events is None else warmup_events
-    warmed = runs.warm_up(graph, events, warm_up) if engine == "spark" else None
+    # the local engine has no JVM to warm up
+    warmed = runs.warm_up(graph, events, warm_up) if engine == "spark" else dict.fromkeys(WARM_UP_FACTS)
     main, latencies = runs.compare(graph, events, "input", events if engine == "local" else paths, "the input")
     report = {
         "pipeline": title or graph.name,
@@ -225,8 +229,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
         "late_policy": late,
         "rate": rate,
         "machine": machine(),
-        "warm_up_events": warmed,
-        "warm_up_batch_rows": WARM_UP_BATCH_ROWS if warmed is not None else None,
+        **warmed,
         **main,
     }
     if scaled:

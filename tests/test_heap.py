@@ -1,5 +1,7 @@
 """Automatic collections pause while a run holds its items, and come back after, even on an error."""
 import gc
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -110,3 +112,32 @@ def test_a_run_leaves_nothing_for_a_collection_to_free(changes):
         gc.set_debug(0)
         gc.garbage.clear()
     assert left == set()  # reference counting freed the run: none of it waited in a reference cycle
+
+
+def test_freezing_what_lives_takes_it_out_of_the_scans_once_a_process_and_a_pause_leaves_it_out():
+    # In a process of its own: a test process that froze what lives would keep it frozen.
+    script = """
+import gc, weakref
+from flamespark.runtime.heap import collections_paused, freeze_what_lives
+
+class Node:
+    pass
+
+before = [Node()]
+freeze_what_lives()
+frozen = gc.get_freeze_count()
+assert frozen > 0 and not [o for o in gc.get_objects() if type(o) is Node], "what lived is in no generation"
+with collections_paused():
+    node = Node()
+    node.itself = node
+    made = weakref.ref(node)
+    del node
+assert gc.get_freeze_count() == frozen, "the pause put the frozen objects back"
+freeze_what_lives()
+assert gc.get_freeze_count() == frozen, "a second call froze again"
+gc.collect()
+assert made() is None, "a cycle made after the freeze was not collected"
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.stdout == "ok\n", run.stderr

@@ -2,6 +2,8 @@
 import gc
 from contextlib import contextmanager
 
+# Whether `freeze_what_lives` has run in this process.
+_frozen_for_good = False
 # While collections are paused, the youngest generation is collected once it holds more objects than this.
 YOUNG_LIMIT = 5_000_000
 
@@ -28,8 +30,9 @@ def collections_paused():
     try:
         yield
     finally:
-        gc.freeze()  # every tracked object moves to the permanent generation, and back to the oldest below
-        gc.unfreeze()
+        if not _frozen_for_good:  # else unfreezing would put back in every scan what `freeze_what_lives` took out
+            gc.freeze()  # every tracked object moves to the permanent generation, and back to the oldest below
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
@@ -44,3 +47,22 @@ def collect_if_crowded():
     if gc.get_count()[0] > YOUNG_LIMIT:
         gc.collect(0)
 
+
+
+def freeze_what_lives():
+    """Once per process: collect, then move every object alive to the permanent generation, which no collection
+    scans.
+
+    For Spark's Python workers, which run task after task with a full
+    collection after each: without this, each one scans PySpark's, pandas'
+    and pyarrow's objects again (45 ms a task at the median in our workers
+    here, 0.5 ms with them frozen). What the process makes afterwards is
+    collected as ever; a frozen object is still freed when nothing refers to
+    it, but a cycle among frozen objects never is. `collections_paused` then
+    leaves what its block made in the young generations.
+    """
+    global _frozen_for_good
+    if not _frozen_for_good:
+        _frozen_for_good = True
+        gc.collect()
+        gc.freeze()

@@ -22,6 +22,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from flamespark.engines.spark.rows import END, EVENT, INFINITY, ROW_SCHEMA
+from flamespark.runtime.heap import freeze_what_lives
 
 
 def write_replay_file(path, events):
@@ -154,6 +155,7 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return earlier, (int(self.latest[only][earlier - 1]) if earlier else None)
 
     def read(self, partition):
+        freeze_what_lives()
         if self.ingest is None:
             yield from self._rows(partition)
             return

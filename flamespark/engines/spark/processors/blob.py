@@ -16,7 +16,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
 from flamespark.engines.spark.rows import METRIC, PUNCT, control_row, encode_time, frame
-from flamespark.runtime.heap import collections_paused
+from flamespark.runtime.heap import collections_paused, freeze_what_lives
 
 
 def state_schema(**fields) -> StructType:
@@ -46,6 +46,7 @@ class BlobProcessor(StatefulProcessor):
     stage_name = ""
 
     def init(self, handle):
+        freeze_what_lives()
         self.store = PipelinedMap(handle.getMapState("state", KEY_SCHEMA, VALUE_SCHEMA))
 
     def load(self, default):

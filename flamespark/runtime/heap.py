@@ -48,7 +48,6 @@ def collect_if_crowded():
         gc.collect(0)
 
 
-
 def freeze_what_lives():
     """Once per process: collect, then move every object alive to the permanent generation, which no collection
     scans.

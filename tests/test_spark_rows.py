@@ -1,4 +1,5 @@
 """Items between Spark stages: bundles of records, one row per kind, stage and shard; metric rows."""
+import msgpack
 import pytest
 
 pytest.importorskip("pyspark")
@@ -7,8 +8,9 @@ from flamespark.core.codec import pack  # noqa: E402
 from flamespark.core.items import Item, Meta  # noqa: E402
 from flamespark.engines.spark.batch_time import batch_time  # noqa: E402
 from flamespark.engines.spark.collector import _handler_times  # noqa: E402
-from flamespark.engines.spark.processors.blob import HANDLER, metric_row  # noqa: E402
-from flamespark.engines.spark.rows import COLUMNS, ITEMS, OUT, Outbox, bundle_items, frame  # noqa: E402
+from flamespark.engines.spark.processors.blob import HANDLER, BlobProcessor, handler, metric_row  # noqa: E402
+from flamespark.engines.spark.processors.pipelined import Stopwatch  # noqa: E402
+from flamespark.engines.spark.rows import COLUMNS, ITEMS, METRIC, OUT, Outbox, bundle_items, frame  # noqa: E402
 
 
 def item(ts, payload, path=(0,), tombstone=False):
@@ -70,3 +72,22 @@ def test_a_stages_handlers_are_timed_at_the_median_batch_after_the_first_and_sum
     stage, = batch_time([report(batch) for batch in range(4)], ["1: count"], handlers)["stages"]
     assert (stage["handler_ms"], stage["state_ms"]) == (30.0, 6.0)
     assert (stage["handler_total_ms"], stage["state_total_ms"]) == (950.0, 561.0)
+
+
+def test_a_handler_yields_its_rows_and_its_metric_row_as_one_frame():
+    # PySpark converts every frame a handler yields to Arrow on its own, at a cost per frame.
+    class Stage(BlobProcessor):
+        stage_name = "1: count"
+        store = type("Store", (), {"stopwatch": Stopwatch()})()
+
+        @handler
+        def handleInputRows(self, key, rows, timerValues):
+            yield frame([])
+            yield frame([(OUT, "out", 0, 5, b"", b"a", False, 0.0, 0, None)])
+            yield frame([(OUT, "out", 0, 6, b"", b"b", False, 0.0, 0, None)])
+
+    frames = list(Stage().handleInputRows((1,), iter([]), None))
+    assert len(frames) == 1 and list(frames[0].columns) == COLUMNS
+    assert list(frames[0]["kind"]) == [OUT, OUT, METRIC] and list(frames[0]["payload"][:2]) == [b"a", b"b"]
+    metric = frames[0].iloc[2]
+    assert metric["target"] == HANDLER and msgpack.unpackb(metric["payload"])["stage"] == "1: count"

@@ -1,4 +1,6 @@
 """Items between Spark stages: bundles of records, one row per kind, stage and shard; metric rows."""
+from types import SimpleNamespace
+
 import msgpack
 import pytest
 
@@ -78,7 +80,7 @@ def test_a_handler_yields_its_rows_and_its_metric_row_as_one_frame():
     # PySpark converts every frame a handler yields to Arrow on its own, at a cost per frame.
     class Stage(BlobProcessor):
         stage_name = "1: count"
-        store = type("Store", (), {"stopwatch": Stopwatch()})()
+        store = SimpleNamespace(stopwatch=Stopwatch())
 
         @handler
         def handleInputRows(self, key, rows, timerValues):

@@ -1,5 +1,5 @@
 """The SparkSession FlameSpark runs on: RocksDB state store (changelog checkpointing), checkpoint files through
-Hadoop's FileSystem, quiet logs, workers that see our code."""
+Hadoop's FileSystem, quiet logs, workers that see our code and import PySpark compiled (`spark_home`)."""
 import os
 import shutil
 import sys
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flamespark.core.errors import FlameSparkError
 from flamespark.engines.spark.interrupt import quiet_interrupts
+from flamespark.engines.spark.spark_home import spark_home_for
 
 LOG_DIR = Path(tempfile.gettempdir()) / "flamespark-logs"
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
@@ -57,8 +58,9 @@ def spark_session(master: str | None = None, shards: int | None = None):
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log4j = LOG_DIR / "log4j2.properties"
     log4j.write_text(_LOG4J)
+    master = master or "local[*]"
     builder = (
-        SparkSession.builder.master(master or "local[*]")
+        SparkSession.builder.master(master)
         .appName("flamespark")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -87,7 +89,8 @@ def spark_session(master: str | None = None, shards: int | None = None):
     os.dup2(log, 2)
     os.close(log)
     try:
-        session = builder.getOrCreate()
+        with spark_home_for(master):
+            session = builder.getOrCreate()
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FlameSparkError(f"Spark did not start: {first[:300]} (Spark's log: {LOG_FILE})") from None

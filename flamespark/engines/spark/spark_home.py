@@ -41,9 +41,10 @@ def linked_home(installed: Path, root: Path) -> Path:
     """A directory under `root` of links to each entry of `installed` but `python/lib`; made once, then reused.
 
     >>> import tempfile; from pathlib import Path
-    >>> spark = Path(tempfile.mkdtemp()); (spark / "jars").mkdir(); (spark / "python" / "lib").mkdir(parents=True)
-    >>> home = linked_home(spark, Path(tempfile.mkdtemp()))
-    >>> sorted(str(path.relative_to(home)) for path in home.rglob("*")), (home / "jars").resolve() == spark / "jars"
+    >>> with tempfile.TemporaryDirectory() as spark, tempfile.TemporaryDirectory() as cache:
+    ...     spark = Path(spark).resolve(); (spark / "jars").mkdir(); (spark / "python" / "lib").mkdir(parents=True)
+    ...     home = linked_home(spark, Path(cache))
+    ...     sorted(str(path.relative_to(home)) for path in home.rglob("*")), (home / "jars").resolve() == spark / "jars"
     (['jars', 'python'], True)
     """
     top = _names(installed, "python")

@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
@@ -80,10 +80,8 @@ def spark_home_for(master: str):
     installed = None if "SPARK_HOME" in os.environ or not LOCAL_MASTER.fullmatch(master) else installed_home()
     home = None
     if installed is not None:
-        try:
+        with suppress(OSError):
             home = linked_home(installed, cache_root())
-        except OSError:
-            home = None
     if home is None:
         yield
         return

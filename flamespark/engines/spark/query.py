@@ -13,7 +13,6 @@ from flamespark.engines.by_value import register_noted
 from flamespark.engines.spark.collector import BatchCollector, assemble
 from flamespark.engines.spark.processors import (
     STATE_LAYOUT,
-    BufferedBarrierProcessor,
     BufferedStageProcessor,
     IngestProcessor,
     ReplayIngest,
@@ -183,7 +182,7 @@ def _union(streams):
 def build_query(streams: dict, raw: list, topology, reorder_latency, late, expected=None, idle_timeout=None,
                 changes=False):
     """Each source's rows -> ingest (for the sources in `raw`) -> stages (the last with the barrier) ->
-    released rows.
+    released rows, in either mode.
 
     With `changes`, the barrier's stage also emits each batch's changelog rows.
     """
@@ -192,18 +191,20 @@ def build_query(streams: dict, raw: list, topology, reorder_latency, late, expec
         processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
         return _process(stream, processor, "shard")
 
+    last = topology.barrier_stage
     if topology.mode == "buffered":
         # As a Spark user writes it: a watermark per input, so that Spark's watermark is their minimum.
         stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, reorder_latency)
                         for source, rows in streams.items())
-        for stage in range(1, topology.stages + 1):
-            stream = _process(stream, BufferedStageProcessor(topology, stage), "shard", True, True)
-        return _process(stream, BufferedBarrierProcessor(topology, changes), "shard", timed=True)
+        for stage in range(1, last + 1):
+            final = stage == last
+            processor = BufferedStageProcessor(topology, stage, final, changes)
+            stream = _process(stream, processor, "shard", timed=True, keep_event_time=not final)
+        return stream
     parts = [rows for source, rows in streams.items() if source not in raw]
     if raw:
         parts.append(ingest(_union(streams[source] for source in raw), raw))
     stream = _union(parts)
-    last = max(topology.stages, 1)
     for stage in range(1, last + 1):
         stream = _process(stream, StageProcessor(topology, stage, final=stage == last, changes=changes), "shard")
     return stream

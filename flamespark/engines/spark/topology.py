@@ -19,8 +19,8 @@ class Topology:
     A sharded keyed operator (one with a `shard` function) whose input all
     comes from sharded keyed operators of one stage joins that stage
     instead: the items they make for it stay in their shard (`stays`).
-    The barrier lives in the last stage (stage 1 if there are no keyed
-    operators; the baseline's barrier one stage after that). Items travel
+    The barrier lives in the last stage, `barrier_stage` (stage 1 if there
+    are no keyed operators), in both modes. Items travel
     in bundles (rows.Outbox) to a stage and a shard: the hash of `shard_of`
     for an operator, of the meta for the barrier, as one of `shard_keys`,
     which Spark's shuffle sends to distinct tasks.
@@ -50,8 +50,8 @@ class Topology:
             else:
                 self.stage_of[name] = latest
         self.stages = max(self.stage_of.values())
-        barrier_stage = self.stages + 1 if mode == "buffered" else max(self.stages, 1)
-        self.stage_of.update((sink, barrier_stage) for sink in self.plan.sinks)
+        self.barrier_stage = max(self.stages, 1)
+        self.stage_of.update((sink, self.barrier_stage) for sink in self.plan.sinks)
 
     def __getstate__(self):
         # `route` is a closure over the whole wiring of the plan's operators, which pickling would copy by value
@@ -134,18 +134,13 @@ class Topology:
             )
 
     def stage_name(self, stage: int) -> str:
-        """What stateful operators stage `stage` (1 on) runs, as reports name it: the optimistic mode's last
-        stage holds the barrier, and the baseline's barrier runs in a stage of its own after the last."""
-        if self.mode == "buffered" and stage > self.stages:
-            return f"{stage}: barrier"
-        barrier = ["barrier"] if self.mode != "buffered" and stage == max(self.stages, 1) else []
+        """What stateful operators stage `stage` (1 on) runs, as reports name it; the last holds the barrier."""
+        barrier = ["barrier"] if stage == self.barrier_stage else []
         return f"{stage}: " + ", ".join([*self.boundary_operators(stage), *barrier])
 
     def stage_names(self, ingesting) -> list:
         """What each stateful operator of the query runs, from the sources on, when the sources `ingesting`
         go through an ingest operator (the others are ingested as they are read): the buffered baseline
         ingests each source in an operator of its own."""
-        if self.mode == "buffered":
-            return [INGEST_STAGE] * len(ingesting) + [self.stage_name(stage) for stage in range(1, self.stages + 2)]
-        ingest = [INGEST_STAGE] if ingesting else []
-        return ingest + [self.stage_name(stage) for stage in range(1, max(self.stages, 1) + 1)]
+        ingest = [INGEST_STAGE] * (len(ingesting) if self.mode == "buffered" else min(len(ingesting), 1))
+        return ingest + [self.stage_name(stage) for stage in range(1, self.barrier_stage + 1)]

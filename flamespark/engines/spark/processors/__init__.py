@@ -19,7 +19,7 @@ in few round trips), `held` (barrier and buffers' held items), `ingest`
 """
 from flamespark.engines.spark.processors.buckets import LAYOUT as BUCKET_LAYOUT
 from flamespark.engines.spark.processors.buffered import LAYOUT as BUFFER_LAYOUT
-from flamespark.engines.spark.processors.buffered import BufferedBarrierProcessor, BufferedStageProcessor
+from flamespark.engines.spark.processors.buffered import BufferedStageProcessor
 from flamespark.engines.spark.processors.ingest import IngestProcessor, ReplayIngest
 from flamespark.engines.spark.processors.stage import StageProcessor
 
@@ -27,5 +27,4 @@ from flamespark.engines.spark.processors.stage import StageProcessor
 STATE_LAYOUT = (f"one map state per group, its value under key v; buckets: {BUCKET_LAYOUT}; held and buffered "
                 f"chunks under prefixes h and u; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch")
 
-__all__ = ["STATE_LAYOUT", "BufferedBarrierProcessor", "BufferedStageProcessor", "IngestProcessor", "ReplayIngest",
-           "StageProcessor"]
+__all__ = ["STATE_LAYOUT", "BufferedStageProcessor", "IngestProcessor", "ReplayIngest", "StageProcessor"]

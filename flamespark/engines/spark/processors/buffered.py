@@ -1,4 +1,5 @@
-"""The buffered baseline's stages and barrier, driven by Spark's watermark through event-time timers."""
+"""The buffered baseline's stages, driven by Spark's watermark through event-time timers; the last one holds the
+barrier."""
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, BlobProcessor, handler
@@ -8,12 +9,8 @@ from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta
 from flamespark.engines.spark.rows import (
     COLUMNS,
     EVENT_TIME_SHIFT_MS,
-    ITEMS,
-    LATE,
-    METRIC,
     PUNCT,
     Outbox,
-    bundle_items,
     bundle_records,
     concat,
     control_row,
@@ -23,7 +20,7 @@ from flamespark.engines.spark.rows import (
 from flamespark.runtime.changes import BatchChanges
 from operators import BufferSort
 
-LAYOUT = "entries [target, ts, meta as an array, data, arrival]"
+LAYOUT = "entries [target, ts, meta as an array, data, arrival]; the barrier in the last stage"
 
 
 def keep_one_timer(handle, state: dict, earliest):
@@ -44,14 +41,22 @@ class BufferedStageProcessor(BlobProcessor):
     Items wait in the state until Spark's watermark (the previous batch's
     maximum event time minus the delay) reaches them; a timer at the earliest
     buffered time fires then, and the released items go to the keyed operator
-    in meta order. Punctuation rows only pass through, to the barrier.
-    Buffered entries `[target, ts, meta, data, arrival]` wait in chunks
-    (`held.TimedRecords`), buckets in map states (`buckets`).
+    in meta order. Buffered entries `[target, ts, meta, data, arrival]` wait
+    in chunks (`held.TimedRecords`), buckets in map states (`buckets`).
+
+    The last stage (`final`) also holds the barrier, which takes the sink
+    items of this stage and of earlier ones and releases below the watermark
+    when the shard's timer fires (it is set at the earliest of what is
+    buffered and held). With `changes`, every item the barrier takes is a `+`
+    of the changelog. The stages before it pass punctuation rows on, to every
+    shard of the next stage.
     """
 
-    def __init__(self, topology, stage: int):
+    def __init__(self, topology, stage: int, final: bool = False, changes: bool = False):
         self.topology = topology
         self.stage = stage
+        self.final = final
+        self.changes = changes
         self.stage_name = topology.stage_name(stage)
 
     def init(self, handle):
@@ -65,33 +70,50 @@ class BufferedStageProcessor(BlobProcessor):
         self.keyed = {op.name: op for op in self.buffers.values()}
         self.buckets = bucket_map(self.store)
         self.chunks = chunk_map(self.store, BUFFERED_PREFIX)
+        self.held = chunk_map(self.store, HELD_PREFIX) if self.final else None
 
     def output_frame(self, rows: list):
-        return with_event_time(frame(rows))
+        return self._timed(frame(rows))
+
+    def _timed(self, rows, released_at=None):
+        """The frame `rows` as this stage's output: the last stage's go to the sinks as they are, the others' on
+        with their event time (see `rows.with_event_time`)."""
+        return rows[COLUMNS] if self.final else with_event_time(rows, released_at)
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state, buffered = self._load()
+        state, buffered, stored = self._load()
         batch = concat(rows)
         mine, passing = split_rows(batch, self.stage)
         if len(passing):
-            yield with_event_time(passing)
-        buffered.add([[target, meta.ts, meta, data, arrival]
-                      for row in mine.itertuples(index=False)
-                      for target, meta, data, _, arrival, _ in bundle_records(row.payload)])
-        self._save(state, buffered)
+            yield self._timed(passing)
+        changes = self._changes()
+        entries = []
+        for row in mine.itertuples(index=False):
+            for target, meta, data, tombstone, arrival, _ in bundle_records(row.payload):
+                if target in self.buffers:
+                    entries.append([target, meta.ts, meta, data, arrival])
+                else:
+                    item = Item(meta, None, data, tombstone, arrival)
+                    push(stored.barrier, changes, self.topology.plan.sinks[target], item, None)
+        buffered.add(entries)
+        self._save(state, buffered, stored)
+        outbox = Outbox()
+        add_changes(outbox, shard, changes)
+        out = outbox.rows()
         punctuations = batch[batch["kind"] == PUNCT]
-        if shard == 0 and len(punctuations):
-            out = [control_row(PUNCT, row.target, s, row.ts, seq=row.seq) for row in punctuations.itertuples(index=False)
-                   for s in self.topology.shard_keys]
+        if not self.final and shard == 0 and len(punctuations):
+            out += [control_row(PUNCT, row.target, s, row.ts, seq=row.seq)
+                    for row in punctuations.itertuples(index=False) for s in self.topology.shard_keys]
+        if out:
             yield self.output_frame(out)
 
     @handler
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         watermark = timerValues.getCurrentWatermarkInMs()
         final = watermark - EVENT_TIME_SHIFT_MS
-        state, buffered = self._load()
+        state, buffered, stored = self._load()
         state["timer"] = None
         taken = buffered.take(final)
         ready = [entry for entry in taken if entry[1] <= final]
@@ -100,76 +122,37 @@ class BufferedStageProcessor(BlobProcessor):
         items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, False, arrival), None)
                  for target, _, meta, data, arrival in ready]
         outbox = Outbox()
-        apply_in_meta_order(self.topology, self.stage, items, stage, outbox)
+        changes = self._changes()
+        barrier = stored.barrier if self.final else None
+        apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
+        add_changes(outbox, key[0], changes)
         stage.punctuate(final)
         stage.save()
-        self._save(state, buffered)
         out = outbox.rows()
+        if self.final:
+            out += stored.release(key[0], final)
+        self._save(state, buffered, stored)
         if out:
-            yield with_event_time(frame(out), released_at=watermark)
+            yield self._timed(frame(out), released_at=watermark)
+
+    def _changes(self) -> BatchChanges | None:
+        return BatchChanges() if self.final and self.changes else None
 
     def _load(self):
-        state = self.load({"buffered": None, "timer": None})
-        return state, TimedRecords(self.chunks, state["buffered"], _entry_time)
+        """The shard's value, its buffered entries, and (in the last stage) its barrier."""
+        state = self.load({"buffered": None, "timer": None, "barrier": None})
+        stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
+        return state, TimedRecords(self.chunks, state["buffered"], _entry_time), stored
 
-    def _save(self, state, buffered):
-        """Keep one timer, at the earliest buffered event time, and save."""
-        keep_one_timer(self.handle, state, buffered.earliest())
+    def _save(self, state, buffered, stored):
+        """Keep one timer, at the earliest time buffered or held, and save."""
+        earliest = [time for time in (buffered.earliest(), stored and stored.earliest()) if time is not None]
+        keep_one_timer(self.handle, state, min(earliest, default=None))
         state["buffered"] = buffered.index
+        if stored is not None:
+            state["barrier"] = stored.save()
         self.save(state)
 
 
 def _entry_time(entry) -> int:
     return entry[1]
-
-
-class BufferedBarrierProcessor(BlobProcessor):
-    """The baseline's barrier, one group per shard, driven by Spark's watermark.
-
-    Its items come from the baseline's buffers, which release below the
-    watermark, so the barrier releases below it too, with a timer at its
-    earliest item so that it also flushes in batches without input. With
-    `changes`, every item it takes is a `+` of the changelog.
-    """
-
-    def __init__(self, topology, changes: bool = False):
-        self.topology = topology
-        self.changes = changes
-        self.stage_name = topology.stage_name(topology.stages + 1)
-
-    def init(self, handle):
-        super().init(handle)
-        self.handle = handle
-        self.held = chunk_map(self.store, HELD_PREFIX)
-
-    @handler
-    def handleInputRows(self, key, rows, timerValues):
-        state = self.load({"barrier": None, "timer": None})
-        batch = concat(rows)
-        passing = batch[batch["kind"].isin([LATE, METRIC])]
-        if len(passing):
-            yield passing[COLUMNS]
-        stored = StoredBarrier(self.held, state["barrier"])
-        changes = BatchChanges() if self.changes else None
-        bundles = batch[batch["kind"] == ITEMS].itertuples(index=False)
-        for target, item, _ in bundle_items(bundles, decode=lambda target: False):
-            push(stored.barrier, changes, self.topology.plan.sinks[target], item, None)
-        outbox = Outbox()
-        add_changes(outbox, key[0], changes)
-        added = outbox.rows()
-        if added:
-            yield frame(added)
-        yield from self._flush(key[0], state, stored, timerValues)
-
-    @handler
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        state = self.load({"barrier": None, "timer": None})
-        state["timer"] = None
-        yield from self._flush(key[0], state, StoredBarrier(self.held, state["barrier"]), timerValues)
-
-    def _flush(self, shard, state, stored, timerValues):
-        out = stored.release(shard, timerValues.getCurrentWatermarkInMs() - EVENT_TIME_SHIFT_MS)
-        state["barrier"] = stored.save()
-        keep_one_timer(self.handle, state, stored.earliest())
-        self.save(state)
-        yield frame(out)

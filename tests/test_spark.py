@@ -108,6 +108,8 @@ def test_all_graphs_match_the_in_order_run_and_the_local_engine(spark, mode, rnd
                            ingest_partitions=3, changes=True, output=out)
         check_batch_files(Path(out), result)
     assert result.outputs == reference_run(graph, events)
+    # Counted over every stage's part of the barrier.
+    assert result.metrics["released"] == sum(len(values) for values in result.outputs.values())
     assert result.outputs == fs.run(graph, arrival, reorder_latency=latency).outputs
     check_changelog(result, arrival, union_sinks=["mixed"])
     assert result.late == []
@@ -413,6 +415,13 @@ def test_sharded_operators_fed_by_sharded_ones_join_their_stage():
     assert Topology(graph, "buffered", 2).stage_names(["docs"]) == [
         "0: ingest", "1: numbered_postings/buffer, numbered_postings",
         "2: chunks/buffer, chunks, collect_chunks/buffer, collect_chunks, barrier"]
+
+
+def test_every_stage_whose_operators_make_sink_items_holds_a_part_of_the_barrier():
+    graph = graphs.chained_stateful()  # `count` feeds a sink and `gaps`, which runs a stage later
+    assert Topology(graph, "optimistic", 2).stage_names([]) == ["1: count, barrier", "2: gaps, barrier"]
+    assert Topology(graph, "buffered", 2).stage_names(["numbers"]) == [
+        "0: ingest", "1: count/buffer, count, barrier", "2: gaps/buffer, gaps, barrier"]
 
 
 @pytest.mark.parametrize("mode", ["optimistic", "buffered"])

@@ -166,7 +166,7 @@ def test_a_stored_barrier_releases_batch_by_batch_as_one_in_memory(steps, cuts, 
             for step in batch:
                 if not isinstance(step, tuple):
                     expected += [(i.sink, pack_meta(i.meta), i.data, i.arrival) for i in whole.punctuate(step)]
-                    released += released_rows(stored.release(0, step))
+                    released += released_rows(stored.release(1, 0, step))
                     continue
                 sink, ts, payload, tombstone = step
                 if ts > whole.horizon:
@@ -187,14 +187,14 @@ def test_a_release_reads_only_the_chunks_holding_what_it_releases():
     for ts in (5, 1, 9, 7):
         stored.barrier.push("out", item(ts, ts))
     with mock.patch.object(held, "CHUNK", 2):
-        assert released_rows(stored.release(0, 0)) == []
+        assert released_rows(stored.release(1, 0, 0)) == []
         saved = stored.save()  # chunks [1, 5] and [7, 9], written without reading
         assert store.calls == [("update", 0), ("update", 1)]
         assert saved[1] == [2, {0: [1, 2], 1: [7, 2]}]
         store.calls.clear()
         stored = held.StoredBarrier(store, saved)
         stored.barrier.push("out", item(6, 6))
-        assert [meta for _, meta, _, _ in released_rows(stored.release(0, 5))] == [
+        assert [meta for _, meta, _, _ in released_rows(stored.release(1, 0, 5))] == [
             pack_meta(item(1, 1).meta), pack_meta(item(5, 5).meta)]
         saved = stored.save()
     assert store.calls == [("get", 0), ("remove", 0), ("update", 2)]

@@ -93,12 +93,13 @@ class BatchCollector:
 
 
 def _latest_metrics(parts) -> dict:
-    """The last barrier metric row of every shard, by shard; their counters are cumulative."""
+    """The last metric row of every part of the barrier, by stage and shard; their counters are cumulative."""
     latest = {}
     for part in parts:
-        for stage, shard, payload in part["metrics"]:
-            if stage == "barrier":
-                latest[shard] = msgpack.unpackb(payload)
+        for kind, shard, payload in part["metrics"]:
+            if kind == "barrier":
+                values = msgpack.unpackb(payload)
+                latest[(values["stage"], shard)] = values
     return latest
 
 

@@ -181,10 +181,10 @@ def _union(streams):
 
 def build_query(streams: dict, raw: list, topology, reorder_latency, late, expected=None, idle_timeout=None,
                 changes=False):
-    """Each source's rows -> ingest (for the sources in `raw`) -> stages (the last with the barrier) ->
-    released rows, in either mode.
+    """Each source's rows -> ingest (for the sources in `raw`) -> stages (each holding the barrier for the sink
+    items it makes, the last also for those from the sources) -> released rows, in either mode.
 
-    With `changes`, the barrier's stage also emits each batch's changelog rows.
+    With `changes`, the stages holding the barrier also emit each batch's changelog rows.
     """
     def ingest(stream, sources):
         # Raw rows carry their ingest partition's key (topology.ingest_keys) in `shard`: one group per partition.
@@ -197,16 +197,15 @@ def build_query(streams: dict, raw: list, topology, reorder_latency, late, expec
         stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, reorder_latency)
                         for source, rows in streams.items())
         for stage in range(1, last + 1):
-            final = stage == last
-            processor = BufferedStageProcessor(topology, stage, final, changes)
-            stream = _process(stream, processor, "shard", timed=True, keep_event_time=not final)
+            processor = BufferedStageProcessor(topology, stage, changes=changes)
+            stream = _process(stream, processor, "shard", timed=True, keep_event_time=stage != last)
         return stream
     parts = [rows for source, rows in streams.items() if source not in raw]
     if raw:
         parts.append(ingest(_union(streams[source] for source in raw), raw))
     stream = _union(parts)
     for stage in range(1, last + 1):
-        stream = _process(stream, StageProcessor(topology, stage, final=stage == last, changes=changes), "shard")
+        stream = _process(stream, StageProcessor(topology, stage, changes=changes), "shard")
     return stream
 
 

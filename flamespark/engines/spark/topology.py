@@ -19,8 +19,11 @@ class Topology:
     A sharded keyed operator (one with a `shard` function) whose input all
     comes from sharded keyed operators of one stage joins that stage
     instead: the items they make for it stay in their shard (`stays`).
-    The barrier lives in the last stage, `barrier_stage` (stage 1 if there
-    are no keyed operators), in both modes. Items travel
+    The barrier is split by stage as well as by shard: every stage whose
+    keyed operators make sink items holds their part of it
+    (`barrier_stages`), and the last stage, `barrier_stage` (stage 1 if
+    there are no keyed operators), also the part for items that come from
+    the sources through stateless operators only. Items travel
     in bundles (rows.Outbox) to a stage and a shard: the hash of `shard_of`
     for an operator, of the meta for the barrier, as one of `shard_keys`,
     which Spark's shuffle sends to distinct tasks.
@@ -51,6 +54,10 @@ class Topology:
                 self.stage_of[name] = latest
         self.stages = max(self.stage_of.values())
         self.barrier_stage = max(self.stages, 1)
+        self.barrier_stages = {self.barrier_stage} | {
+            self.stage_of[name] for name, operator in self.plan.operators.items()
+            if operator.boundary and self._reaches_a_sink(name)
+        }
         self.stage_of.update((sink, self.barrier_stage) for sink in self.plan.sinks)
 
     def __getstate__(self):
@@ -75,6 +82,14 @@ class Topology:
             return False
         return all(feeder in self.plan.operators and self.stage_of[feeder] == stage
                    and self.keyed_behind(feeder).shard is not None for feeder in self._feeders(name, parents))
+
+    def _reaches_a_sink(self, name: str) -> bool:
+        """Whether outputs of operator `name` reach a sink through stateless operators only."""
+        for target in self.plan.downstream[name]:
+            operator = self.plan.operators.get(target)
+            if operator is None or (not operator.boundary and self._reaches_a_sink(target)):
+                return True
+        return False
 
     def _feeders(self, name: str, parents: dict) -> set:
         """The sources and boundary operators whose outputs reach `name` through stateless operators only."""
@@ -134,8 +149,9 @@ class Topology:
             )
 
     def stage_name(self, stage: int) -> str:
-        """What stateful operators stage `stage` (1 on) runs, as reports name it; the last holds the barrier."""
-        barrier = ["barrier"] if stage == self.barrier_stage else []
+        """What stateful operators stage `stage` (1 on) runs, as reports name it, and whether it holds a part of
+        the barrier."""
+        barrier = ["barrier"] if stage in self.barrier_stages else []
         return f"{stage}: " + ", ".join([*self.boundary_operators(stage), *barrier])
 
     def stage_names(self, ingesting) -> list:

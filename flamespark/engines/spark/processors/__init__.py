@@ -8,8 +8,9 @@ prefixes of their own (read and written as far as a batch touches them). It
 runs the core's operator objects on the rows of one micro-batch. Punctuation
 rows travel with the data: every stage receives them on every shard, applies
 them after the batch's items, and shard 0 passes them on to every shard of
-the next stage; the last stage holds the barrier, which releases in the same
-micro-batch.
+the next stage. The barrier is split by stage: each stage holds the sink
+items its operators make (the last also those from the sources) and
+releases them in the same micro-batch.
 
 Modules: `blob` (the map state, the small value and control rows), `buckets` (keyed
 operators' state), `pipelined` (a map state's reads and writes of many keys
@@ -25,6 +26,7 @@ from flamespark.engines.spark.processors.stage import StageProcessor
 
 # The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
 STATE_LAYOUT = (f"one map state per group, its value under key v; buckets: {BUCKET_LAYOUT}; held and buffered "
-                f"chunks under prefixes h and u; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch")
+                f"chunks under prefixes h and u; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch; "
+                f"the barrier in every stage that makes sink items")
 
 __all__ = ["STATE_LAYOUT", "BufferedStageProcessor", "IngestProcessor", "ReplayIngest", "StageProcessor"]

@@ -1,5 +1,5 @@
-"""The buffered baseline's stages, driven by Spark's watermark through event-time timers; the last one holds the
-barrier."""
+"""The buffered baseline's stages, driven by Spark's watermark through event-time timers, each holding its part of
+the barrier."""
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, BlobProcessor, handler
@@ -20,7 +20,7 @@ from flamespark.engines.spark.rows import (
 from flamespark.runtime.changes import BatchChanges
 from operators import BufferSort
 
-LAYOUT = "entries [target, ts, meta as an array, data, arrival]; the barrier in the last stage"
+LAYOUT = "entries [target, ts, meta as an array, data, arrival]"
 
 
 def keep_one_timer(handle, state: dict, earliest):
@@ -44,18 +44,20 @@ class BufferedStageProcessor(BlobProcessor):
     in meta order. Buffered entries `[target, ts, meta, data, arrival]` wait
     in chunks (`held.TimedRecords`), buckets in map states (`buckets`).
 
-    The last stage (`final`) also holds the barrier, which takes the sink
-    items of this stage and of earlier ones and releases below the watermark
-    when the shard's timer fires (it is set at the earliest of what is
-    buffered and held). With `changes`, every item the barrier takes is a `+`
-    of the changelog. The stages before it pass punctuation rows on, to every
-    shard of the next stage.
+    A stage whose operators make sink items holds their part of the barrier
+    (`Topology.barrier_stages`), and the last also the sink items that come
+    from the sources; a part releases below the watermark when the shard's
+    timer fires (set at the earliest of what is buffered and held), so what
+    the stage's own timer makes leaves at once. With `changes`, every item
+    a part takes is a `+` of the changelog. The stages before the last pass
+    punctuation rows on, to every shard of the next stage.
     """
 
-    def __init__(self, topology, stage: int, final: bool = False, changes: bool = False):
+    def __init__(self, topology, stage: int, changes: bool = False):
         self.topology = topology
         self.stage = stage
-        self.final = final
+        self.last = stage == topology.barrier_stage
+        self.holds_barrier = stage in topology.barrier_stages
         self.changes = changes
         self.stage_name = topology.stage_name(stage)
 
@@ -70,7 +72,7 @@ class BufferedStageProcessor(BlobProcessor):
         self.keyed = {op.name: op for op in self.buffers.values()}
         self.buckets = bucket_map(self.store)
         self.chunks = chunk_map(self.store, BUFFERED_PREFIX)
-        self.held = chunk_map(self.store, HELD_PREFIX) if self.final else None
+        self.held = chunk_map(self.store, HELD_PREFIX) if self.holds_barrier else None
 
     def output_frame(self, rows: list):
         return self._timed(frame(rows))
@@ -78,7 +80,7 @@ class BufferedStageProcessor(BlobProcessor):
     def _timed(self, rows, released_at=None):
         """The frame `rows` as this stage's output: the last stage's go to the sinks as they are, the others' on
         with their event time (see `rows.with_event_time`)."""
-        return rows[COLUMNS] if self.final else with_event_time(rows, released_at)
+        return rows[COLUMNS] if self.last else with_event_time(rows, released_at)
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
@@ -103,7 +105,7 @@ class BufferedStageProcessor(BlobProcessor):
         add_changes(outbox, shard, changes)
         out = outbox.rows()
         punctuations = batch[batch["kind"] == PUNCT]
-        if not self.final and shard == 0 and len(punctuations):
+        if not self.last and shard == 0 and len(punctuations):
             out += [control_row(PUNCT, row.target, s, row.ts, seq=row.seq)
                     for row in punctuations.itertuples(index=False) for s in self.topology.shard_keys]
         if out:
@@ -123,25 +125,25 @@ class BufferedStageProcessor(BlobProcessor):
                  for target, _, meta, data, arrival in ready]
         outbox = Outbox()
         changes = self._changes()
-        barrier = stored.barrier if self.final else None
+        barrier = stored.barrier if self.holds_barrier else None
         apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
         add_changes(outbox, key[0], changes)
         stage.punctuate(final)
         stage.save()
         out = outbox.rows()
-        if self.final:
-            out += stored.release(key[0], final)
+        if self.holds_barrier:
+            out += stored.release(self.stage, key[0], final)
         self._save(state, buffered, stored)
         if out:
             yield self._timed(frame(out), released_at=watermark)
 
     def _changes(self) -> BatchChanges | None:
-        return BatchChanges() if self.final and self.changes else None
+        return BatchChanges() if self.holds_barrier and self.changes else None
 
     def _load(self):
-        """The shard's value, its buffered entries, and (in the last stage) its barrier."""
+        """The shard's value, its buffered entries, and its part of the barrier (if the stage holds one)."""
         state = self.load({"buffered": None, "timer": None, "barrier": None})
-        stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
+        stored = StoredBarrier(self.held, state["barrier"]) if self.holds_barrier else None
         return state, TimedRecords(self.chunks, state["buffered"], _entry_time), stored
 
     def _save(self, state, buffered, stored):

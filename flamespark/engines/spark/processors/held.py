@@ -89,11 +89,11 @@ class StoredBarrier:
         times = [time for time in (self.barrier.earliest(), self.held.earliest()) if time is not None]
         return min(times, default=None)
 
-    def release(self, shard: int, time) -> list:
-        """Rows for what the barrier releases at `time`, and its metric row."""
+    def release(self, stage: int, shard: int, time) -> list:
+        """Rows for what the barrier (the part of stage `stage`) releases at `time`, and its metric row."""
         if time > self.barrier.horizon:
             self.barrier.state.hold(self.held.take(time))
-        return release(shard, self.barrier, time, stored=len(self.held))
+        return release(stage, shard, self.barrier, time, stored=len(self.held))
 
     def save(self) -> list:
         state = self.barrier.state

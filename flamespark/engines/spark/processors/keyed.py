@@ -2,7 +2,6 @@
 import time
 
 from barrier.barrier import Barrier
-from flamespark.core.errors import InternalError
 from flamespark.engines.spark.processors.blob import metric_row
 from flamespark.engines.spark.rows import CHANGE, ITEMS, OUT, PUNCT, Outbox, encode_time
 from flamespark.runtime.changes import BatchChanges
@@ -15,8 +14,8 @@ def apply_in_meta_order(topology, stage: int, items, stage_state, outbox, barrie
 
     Results for a keyed operator of the stage itself (`Topology.stays`) are
     run in turn, in meta order, once the items before them are done. With a
-    `barrier`, results that reach a sink go into it, and into `changes` if
-    given.
+    `barrier` (the stage's part of it), results that reach a sink go into it,
+    and into `changes` if given.
     """
     while items:
         items = _apply(topology, stage, items, stage_state, outbox, barrier, changes)
@@ -44,12 +43,10 @@ def _apply(topology, stage, items, stage_state, outbox, barrier, changes) -> lis
                         item_shard = operator.shard_of(item)
                     topology.check_shard(operator, item, item_shard, taker, reached)
                     staying.append((taker, reached, cause))
-                elif barrier is None:
-                    topology.put(outbox, target, reached, cause)
-                elif target in topology.plan.sinks:
+                elif barrier is not None and target in topology.plan.sinks:
                     push(barrier, changes, topology.plan.sinks[target], reached, cause)
                 else:
-                    raise InternalError(f"internal error: the last stage feeds keyed operator {target!r}")
+                    topology.put(outbox, target, reached, cause)
     return staying
 
 
@@ -77,16 +74,16 @@ def split_rows(batch, stage: int):
     return batch[for_me], batch[~for_me & (batch["kind"] != PUNCT)]
 
 
-def release(shard: int, barrier: Barrier, time_now, stored: int = 0) -> list:
-    """Rows for what `barrier` releases at `time_now` (one bundle), and its metric row; `stored` items are held
-    out of it."""
+def release(stage: int, shard: int, barrier: Barrier, time_now, stored: int = 0) -> list:
+    """Rows for what `barrier`, the part of stage `stage` and shard `shard`, releases at `time_now` (one bundle),
+    and its metric row; `stored` items are held out of it."""
     held = len(barrier) + stored
     outbox = Outbox()
     for item in barrier.punctuate(time_now):
         outbox.add(OUT, 0, shard, item.sink, item)
     out = outbox.rows()
     out.append(metric_row("barrier", shard, {
-        "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
+        "stage": stage, "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
         "held": held, "horizon": encode_time(barrier.horizon), "at": time.time(),
     }))
     return out

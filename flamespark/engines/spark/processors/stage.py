@@ -1,4 +1,4 @@
-"""The optimistic mode's keyed stages, driven by punctuation rows; the last one holds the barrier."""
+"""The optimistic mode's keyed stages, driven by punctuation rows, each holding its part of the barrier."""
 import math
 
 from flamespark.engines.spark.processors.blob import HELD_PREFIX, BlobProcessor, handler, punctuation_rows
@@ -53,20 +53,26 @@ class Horizons:
 class StageProcessor(BlobProcessor):
     """One stage of keyed operators, one group per shard, driven by punctuation rows.
 
-    The last stage (`final`) also holds the barrier: every sink item and its
-    tombstones come from one key of one operator, or carry one meta, so they
-    meet in one shard, and the barrier needs no shuffle of its own. With
-    `changes`, it also emits the batch's changelog rows (one step a batch).
+    A stage whose operators make sink items holds them in its part of the
+    barrier (`Topology.barrier_stages`), as the last stage holds the items
+    that come from the sources: every sink item and its tombstones come from
+    one key of one operator, or carry one meta, so they meet in one stage and
+    shard, and the barrier needs no shuffle of its own. Every part releases
+    at the stage's punctuation, which is the same in every stage of a batch.
+    With `changes`, a stage holding a part also emits the batch's changelog
+    rows of its items (one step a batch). Every stage but the last passes
+    the punctuations on.
 
     The shard's value holds only what is small (horizons, the barrier's
     counters and index); buckets and held items are in map states, read and
     written as far as the batch touches them.
     """
 
-    def __init__(self, topology, stage: int, final: bool = False, changes: bool = False):
+    def __init__(self, topology, stage: int, changes: bool = False):
         self.topology = topology
         self.stage = stage
-        self.final = final
+        self.last = stage == topology.barrier_stage
+        self.holds_barrier = stage in topology.barrier_stages
         self.changes = changes
         self.stage_name = topology.stage_name(stage)
 
@@ -74,7 +80,7 @@ class StageProcessor(BlobProcessor):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
         self.buckets = bucket_map(self.store)
-        self.held = chunk_map(self.store, HELD_PREFIX) if self.final else None
+        self.held = chunk_map(self.store, HELD_PREFIX) if self.holds_barrier else None
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
@@ -86,9 +92,9 @@ class StageProcessor(BlobProcessor):
         if len(passing):
             yield passing[COLUMNS]
         stage = StageState(self.operators, self.buckets)
-        stored = StoredBarrier(self.held, state["barrier"]) if self.final else None
-        barrier = stored.barrier if self.final else None
-        changes = BatchChanges() if self.final and self.changes else None
+        stored = StoredBarrier(self.held, state["barrier"]) if self.holds_barrier else None
+        barrier = stored.barrier if self.holds_barrier else None
+        changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()
         items = []
         for target, item, cause in bundle_items(mine.itertuples(index=False), decode=self.operators.__contains__):
@@ -103,10 +109,10 @@ class StageProcessor(BlobProcessor):
         stage.punctuate(horizons.time)
         stage.save()
         state["horizons"] = horizons.dump()
-        if self.final:
-            out.extend(stored.release(shard, horizons.time))
+        if self.holds_barrier:
+            out.extend(stored.release(self.stage, shard, horizons.time))
             state["barrier"] = stored.save()
-        elif shard == 0 and advanced:
+        if not self.last and shard == 0 and advanced:
             out.extend(punctuation_rows(advanced, self.topology.shard_keys))
         self.save(state)
         if out:

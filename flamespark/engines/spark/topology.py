@@ -158,5 +158,8 @@ class Topology:
         """What each stateful operator of the query runs, from the sources on, when the sources `ingesting`
         go through an ingest operator (the others are ingested as they are read): the buffered baseline
         ingests each source in an operator of its own."""
-        ingest = [INGEST_STAGE] * (len(ingesting) if self.mode == "buffered" else min(len(ingesting), 1))
+        if self.mode == "buffered":
+            ingest = [INGEST_STAGE] * len(ingesting)
+        else:
+            ingest = [INGEST_STAGE] if ingesting else []
         return ingest + [self.stage_name(stage) for stage in range(1, self.barrier_stage + 1)]

@@ -148,7 +148,8 @@ class BufferedStageProcessor(BlobProcessor):
 
     def _save(self, state, buffered, stored):
         """Keep one timer, at the earliest time buffered or held, and save."""
-        earliest = [time for time in (buffered.earliest(), stored and stored.earliest()) if time is not None]
+        held = stored.earliest() if stored is not None else None
+        earliest = [time for time in (buffered.earliest(), held) if time is not None]
         keep_one_timer(self.handle, state, min(earliest, default=None))
         state["buffered"] = buffered.index
         if stored is not None:

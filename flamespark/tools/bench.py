@@ -36,7 +36,7 @@ def _progress(text: str):
 
 
 # Events per source of the Spark warm-up runs (`Runs.warm_up`) unless told otherwise, and how many a micro-batch.
-WARM_UP_EVENTS = 60
+WARM_UP_EVENTS = 200
 WARM_UP_BATCH_ROWS = 3
 # What the report says of the warm-up: the fewest events a source gave it, and its rows a micro-batch.
 WARM_UP_FACTS = ("warm_up_events", "warm_up_batch_rows")
@@ -71,8 +71,10 @@ class Runs:
         """Run both modes unpaced on the first `count` events of each source, WARM_UP_BATCH_ROWS a
         micro-batch, discarding the results, so that the measured runs share a JVM that has run many batches:
         the first run in a fresh one took twice as long a micro-batch here, and one warm-up batch per mode did
-        not make up for it where twenty did. Returns the report's facts of it: the fewest events a source gave
-        it (0: no warm-up) and the rows a micro-batch (None when nothing ran)."""
+        not make up for it where twenty did. Twenty were not enough either: the JIT compiler was still at work
+        in the measured runs, whose median batch was 25-30 % shorter after sixty-seven (2026-11-28). Returns
+        the report's facts of it: the fewest events a source gave it (0: no warm-up) and the rows a
+        micro-batch (None when nothing ran)."""
         first = {name: pairs[:count] for name, pairs in events.items()}
         warmed = min(map(len, first.values()), default=0) if count else 0
         if warmed:

@@ -71,7 +71,7 @@ class Runs:
         """Run both modes unpaced on the first `count` events of each source, WARM_UP_BATCH_ROWS a
         micro-batch, discarding the results, so that the measured runs share a JVM that has run many batches:
         the first run in a fresh one took twice as long a micro-batch here; one warm-up batch a mode did not
-        make up for it, twenty mostly did, and after sixty-seven the JIT compiler had less left to do in the
+        make up for it, twenty mostly did, and after sixty-nine the JIT compiler had less left to do in the
         measured runs, whose median batch was 25-30 % shorter than after twenty (2026-11-28). Returns the
         report's facts of it: the fewest events a source gave it (0: no warm-up) and the rows a micro-batch
         (None when nothing ran)."""

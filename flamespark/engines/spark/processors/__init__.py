@@ -15,8 +15,8 @@ releases them in the same micro-batch.
 Modules: `blob` (the map state, the small value and control rows), `buckets` (keyed
 operators' state), `pipelined` (a map state's reads and writes of many keys
 in few round trips), `held` (barrier and buffers' held items), `ingest`
-(both ways), `keyed` (operators and barrier on a batch), `stage`
-(optimistic), `buffered` (the baseline).
+(both ways), `keyed` (operators and barrier on a batch, and what both modes'
+stages share), `stage` (optimistic), `buffered` (the baseline).
 """
 from flamespark.engines.spark.processors.buckets import LAYOUT as BUCKET_LAYOUT
 from flamespark.engines.spark.processors.buffered import LAYOUT as BUFFER_LAYOUT

@@ -2,10 +2,10 @@
 the barrier."""
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
-from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, BlobProcessor, handler
+from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, handler
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
-from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
+from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
     EVENT_TIME_SHIFT_MS,
@@ -35,7 +35,7 @@ def keep_one_timer(handle, state: dict, earliest):
     state["timer"] = timer
 
 
-class BufferedStageProcessor(BlobProcessor):
+class BufferedStageProcessor(KeyedStage):
     """The baseline's stage, as a Spark user writes it: buffer per shard, release on event-time timers.
 
     Items wait in the state until Spark's watermark (the previous batch's
@@ -52,14 +52,6 @@ class BufferedStageProcessor(BlobProcessor):
     a part takes is a `+` of the changelog. The stages before the last pass
     punctuation rows on, to every shard of the next stage.
     """
-
-    def __init__(self, topology, stage: int, changes: bool = False):
-        self.topology = topology
-        self.stage = stage
-        self.last = stage == topology.barrier_stage
-        self.holds_barrier = stage in topology.barrier_stages
-        self.changes = changes
-        self.stage_name = topology.stage_name(stage)
 
     def init(self, handle):
         super().init(handle)

@@ -1,10 +1,26 @@
-"""The core's keyed operators on a micro-batch's rows, over their states (`buckets`); the barrier's release."""
+"""The core's keyed operators on a micro-batch's rows, over their states (`buckets`); the barrier's release; what
+both modes' stage processors share."""
 import time
 
 from barrier.barrier import Barrier
-from flamespark.engines.spark.processors.blob import metric_row
+from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row
 from flamespark.engines.spark.rows import CHANGE, ITEMS, OUT, PUNCT, Outbox, encode_time
 from flamespark.runtime.changes import BatchChanges
+
+
+class KeyedStage(BlobProcessor):
+    """A stage of keyed operators of `topology`, one group per shard, in either mode: `last` if it is the barrier's
+    last stage (which also holds what comes from the sources through stateless operators only), `holds_barrier`
+    if it holds a part of the barrier (`Topology.barrier_stages`); with `changes`, such a part also emits the
+    changelog's rows."""
+
+    def __init__(self, topology, stage: int, changes: bool = False):
+        self.topology = topology
+        self.stage = stage
+        self.last = stage == topology.barrier_stage
+        self.holds_barrier = stage in topology.barrier_stages
+        self.changes = changes
+        self.stage_name = topology.stage_name(stage)
 
 
 def apply_in_meta_order(topology, stage: int, items, stage_state, outbox, barrier=None,

@@ -1,10 +1,10 @@
 """The optimistic mode's keyed stages, driven by punctuation rows, each holding its part of the barrier."""
 import math
 
-from flamespark.engines.spark.processors.blob import HELD_PREFIX, BlobProcessor, handler, punctuation_rows
+from flamespark.engines.spark.processors.blob import HELD_PREFIX, handler, punctuation_rows
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
-from flamespark.engines.spark.processors.keyed import add_changes, apply_in_meta_order, push, split_rows
+from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
     PUNCT,
@@ -50,7 +50,7 @@ class Horizons:
         return {source: [encode_time(time) for time in times] for source, times in self.times.items()}
 
 
-class StageProcessor(BlobProcessor):
+class StageProcessor(KeyedStage):
     """One stage of keyed operators, one group per shard, driven by punctuation rows.
 
     A stage whose operators make sink items holds them in its part of the
@@ -67,14 +67,6 @@ class StageProcessor(BlobProcessor):
     counters and index); buckets and held items are in map states, read and
     written as far as the batch touches them.
     """
-
-    def __init__(self, topology, stage: int, changes: bool = False):
-        self.topology = topology
-        self.stage = stage
-        self.last = stage == topology.barrier_stage
-        self.holds_barrier = stage in topology.barrier_stages
-        self.changes = changes
-        self.stage_name = topology.stage_name(stage)
 
     def init(self, handle):
         super().init(handle)

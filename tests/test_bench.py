@@ -13,6 +13,7 @@ from flamespark.engines.spark.session import check_java
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
 from flamespark.tools.bench import WARM_UP_EVENTS, Runs, modes_agree
+from flamespark.tools.bench_plots import plot_batches
 from flamespark.tools.bench_report import markdown as markdown_of
 from flamespark.tools.disorder import disorder_events
 
@@ -62,8 +63,9 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert report["optimistic"]["replay_ratio"] > 1.0
     assert report["buffered"]["replay_ratio"] == 1.0
     assert "sweep" not in report and not (out / "sweep.png").exists()
+    assert not (out / "batches.png").exists()  # the local engine runs no micro-batches
     markdown = (out / "report.md").read_text()
-    assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown
+    assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown and "batches.png" not in markdown
     err = capsys.readouterr().err
     assert "bench: optimistic mode on the input ..." in err and f"bench: report in {out / 'report.md'}" in err
     assert re.search(r"latency p50 speculative [0-9.]+ m?s, optimistic final [0-9.]+ m?s, buffered final", err)
@@ -106,7 +108,9 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
         assert all(stage["handler_ms"] <= stage["handler_total_ms"] and stage["state_ms"] <= stage["state_total_ms"]
                    < stage["handler_total_ms"] for stage in timing["stages"]), timing["stages"]
     assert means["optimistic"] < means["buffered"]
+    assert (out / "batches.png").read_bytes()[:4] == b"\x89PNG"
     markdown = (out / "report.md").read_text()
+    assert "Each run's micro-batches (duration, events read): `batches.png`." in markdown
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
     assert "| micro-batch p50, first / middle / last third (ms) |" in markdown
     assert "| run | mode | stage | on rows | in our handlers | of which state calls |" in markdown
@@ -154,6 +158,22 @@ def test_rates_run_both_modes_at_every_offered_rate(tmp_path, events_file):
                                            for mode in ("optimistic", "buffered")}
     markdown = (out / "report.md").read_text()
     assert "## Latency against offered rate" in markdown and "Highest rate sustained" in markdown
+
+
+def test_batches_plot_draws_a_row_of_plots_per_run(tmp_path):
+    """Two runs, one with a batch whose duration Spark did not report: a row of two plots per run, each row
+    3.4 inches high on a figure two plots (12.8 inches) wide."""
+    def entry(durations):
+        timeline = [{"start_s": 0.5 * index, "duration_ms": ms, "events": index} for index, ms in enumerate(durations)]
+        return {mode: {"engine": {"timeline": timeline}} for mode in ("optimistic", "buffered")}
+
+    path = tmp_path / "batches.png"
+    plot_batches([("the input, unpaced", entry([900])), ("10 events/s", entry([2000, None, 450]))], path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    from PIL import Image  # matplotlib's own dependency
+
+    width, height = Image.open(path).size
+    assert height / width == pytest.approx(2 * 3.4 / 12.8, rel=0.02)
 
 
 def test_modes_that_took_different_events_as_late_are_not_held_to_equal_outputs():

@@ -307,11 +307,19 @@ def test_metrics_have_the_same_keys_on_both_engines(readings):
         assert spark[key] == local[key], key
     assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {
         "name", "batches", "batch_duration_ms", "batch_duration_thirds_ms", "first_batch_s", "after_first_batch",
-        "batch_time", "release_delay_batches"}
+        "batch_time", "timeline", "release_delay_batches"}
     assert spark["engine"]["after_first_batch"] is None  # only a paced run has a rate to keep up with
     assert spark["engine"]["batch_duration_ms"]["p50"] > 0
     thirds = spark["engine"]["batch_duration_thirds_ms"]
     assert len(thirds) == 3 and min(thirds) > 0
+    # The timeline has every batch of the run, in order, and adds up to the run's counts.
+    timeline = spark["engine"]["timeline"]
+    assert [batch["batch"] for batch in timeline] == list(range(spark["engine"]["batches"]))
+    assert timeline[0]["start_s"] == 0 and all(a["start_s"] <= b["start_s"] for a, b in zip(timeline, timeline[1:]))
+    assert sum(batch["events"] for batch in timeline) == spark["events"]
+    assert sum(batch["released"] for batch in timeline) == spark["released"]
+    assert max(batch["held"] for batch in timeline) == spark["peak_buffered"]
+    assert all(batch["duration_ms"] > 0 and batch["handler_ms"] for batch in timeline)
     assert local["engine"] == {"name": "local", "punctuations": local["latency_ms"]["batches"]}
 
 
@@ -627,7 +635,7 @@ def test_a_cli_run_stopped_by_ctrl_c_then_killed_resumes_to_the_uninterrupted_ou
 def without_durations(engine_metrics: dict) -> dict:
     """Engine metrics but the micro-batch durations and timings, which only count the batches of the latest run."""
     return {key: value for key, value in engine_metrics.items()
-            if key not in ("batch_duration_ms", "batch_duration_thirds_ms", "batch_time", "first_batch_s")}
+            if key not in ("batch_duration_ms", "batch_duration_thirds_ms", "batch_time", "timeline", "first_batch_s")}
 
 
 def test_cli_without_java_says_so_in_one_line(tmp_path):

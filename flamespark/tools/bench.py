@@ -1,7 +1,8 @@
 """The optimistic mode against the buffered baseline on the same input (`flamespark bench`).
 
 `bench` writes OUT/report.json, OUT/report.md (`bench_report`) and
-OUT/latency.png (`bench_plots`); with a `sweep` of disorder percents it
+OUT/latency.png (`bench_plots`), and on Spark OUT/batches.png (each run's
+micro-batches); with a `sweep` of disorder percents it
 also reruns both modes on inputs re-disordered at each percent (from the
 input sorted by ts) and writes OUT/sweep.png; with `scaling` masters, it
 reports the same unpaced Spark run on each (`flamespark.tools.scaling`).
@@ -23,7 +24,7 @@ from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
 from flamespark.runtime.metrics import percentiles
 from flamespark.runtime.options import MODES, RunOptions
-from flamespark.tools.bench_plots import plot_latency, plot_rates, plot_sweep
+from flamespark.tools.bench_plots import plot_batches, plot_latency, plot_rates, plot_sweep
 from flamespark.tools.bench_report import LATENCIES, markdown, number
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
@@ -184,7 +185,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
           pipeline: str | None = None, warmup_events: int | None = None) -> dict:
     """Run `graph` in both modes over `inputs` (source name to a JSONL file or a directory) and return the report.
 
-    The report is also written to `out` (report.json, report.md, latency.png).
+    The report is also written to `out` (report.json, report.md, latency.png;
+    on Spark, batches.png plots each run's micro-batches).
     With `sweep`, a list of disorder percents, both modes also run at each of
     them, on the events sorted by ts and re-disordered by `disorder_events`
     with `stddev_ms` and `seed`; `out/sweep.png` plots them. With `rates`
@@ -244,9 +246,16 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
         report["rates"] = rate_points(graph, events, runs, rates, events if engine == "local" else paths)
         report["highest_sustained"] = highest_sustained(report["rates"])
         plot_rates(report["rates"], out / "rates.png")
+    if engine == "spark":
+        paced = [(f"{point['rate']:g} events/s", point) for point in report.get("rates", [])]
+        plot_batches([(f"the input, {_pace(rate)}", main), *paced], out / "batches.png")
     write_atomic(out / "report.md", markdown(report))
     write_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _pace(rate) -> str:
+    return "unpaced" if rate is None else f"{rate:g} events/s"
 
 
 def modes_agree(report: dict) -> bool:

@@ -1,5 +1,6 @@
 """A bench report's plots: latency.png (the three latencies' distributions), rates.png and sweep.png (both
-modes against the offered rate and the disorder percent). Matplotlib is imported only to draw."""
+modes against the offered rate and the disorder percent), batches.png (a Spark run's micro-batches as they
+came). Matplotlib is imported only to draw."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -74,4 +75,23 @@ def plot_sweep(points: list, path: Path):
         axes.set_xlabel("disordered events (%)")
         axes.grid(alpha=0.3)
         axes.legend()
+    figure.savefig(path, dpi=110)
+
+
+def plot_batches(runs: list, path: Path):
+    """Each Spark run's micro-batches over its course, both modes: how long each took, and how many events it
+    read, against when it started. `runs` are `(title, entry)` pairs, an entry holding each mode's metrics;
+    one row of plots per run. Where the input comes faster than the batches go, they grow and read more."""
+    figure = _figure(2)
+    figure.set_figheight(3.4 * len(runs))
+    for row, (title, entry) in zip(figure.subplots(len(runs), 2, squeeze=False), runs):
+        durations, events = row
+        for mode, color in zip(MODES, COLORS):
+            batches = entry[mode]["engine"]["timeline"]
+            starts = [batch["start_s"] for batch in batches]
+            durations.plot(starts, [(batch["duration_ms"] or np.nan) / 1000 for batch in batches], color=color,
+                           marker=".", label=mode)
+            events.plot(starts, [batch["events"] for batch in batches], color=color, marker=".", label=mode)
+        _label(durations, "batch start (s after the first)", "duration (s)", f"Micro-batches, {title}")
+        _label(events, "batch start (s after the first)", "events read", f"Events a micro-batch read, {title}")
     figure.savefig(path, dpi=110)

@@ -87,7 +87,8 @@ def markdown(report: dict) -> str:
         lines += ["", f"Before the measured runs, both modes ran unpaced on the first {report['warm_up_events']} "
                       f"events of each source, {report['warm_up_batch_rows']} a micro-batch (results discarded), "
                       "so that neither is charged with warming up the JVM."]
-    lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.", ""]
+    batches = " Each run's micro-batches (duration, events read): `batches.png`." if report["engine"] == "spark" else ""
+    lines += ["", f"Outputs equal: **{_equality(report)}**. Latency plot: `latency.png`.{batches}", ""]
     lines += _three_latencies(report)
     lines += _release_delays(report)
     lines += _batch_time(report)

@@ -175,6 +175,41 @@ def after_first_batch(parts, progress) -> dict | None:
     return {"events": events, "wall_s": span, "events_per_s": events / span if span > 0 else None}
 
 
+def timeline(parts, progress) -> list:
+    """Each micro-batch of the latest run, in order: when it started (`start_s`, after the first's start), how
+    long it took, the events it ingested, the outputs it released, what the barrier held after it, and our
+    handlers' time in it per stage (summed over the stage's tasks): where a paced run falls behind its input.
+
+    >>> progress = [{"batchId": 3, "timestamp": "2026-11-28T10:00:01.5Z", "durationMs": {"triggerExecution": 700}}]
+    >>> ingest = msgpack.packb({"events": 4, "late_dropped": 0, "late_adjusted": 0})
+    >>> barrier = msgpack.packb({"held": 9})
+    >>> took = msgpack.packb({"stage": "1: count", "ms": 120.0, "state_ms": 30.0})
+    >>> parts = [{"batch": 3, "outputs": [["sums", b"", 0.0]],
+    ...           "metrics": [["ingest", 0, ingest], ["barrier", 0, barrier], [HANDLER, 0, took]]}]
+    >>> batch = timeline(parts, progress)[0]
+    >>> batch["batch"], batch["start_s"], batch["duration_ms"], batch["events"], batch["released"], batch["held"]
+    (3, 0.0, 700, 4, 1, 9)
+    >>> batch["handler_ms"]
+    {'1: count': 120.0}
+    """
+    starts = dict(_batch_starts(progress))
+    durations = {entry["batchId"]: entry["durationMs"]["triggerExecution"] for entry in progress
+                 if "triggerExecution" in entry.get("durationMs", {})}
+    handlers = _handler_times(parts)
+    first = min(starts.values(), default=0.0)
+    return [
+        {"batch": part["batch"], "start_s": starts[part["batch"]] - first, "duration_ms": durations.get(part["batch"]),
+         "events": _ingest_counts([part])["events"], "released": len(part["outputs"]), "held": _held(part),
+         "handler_ms": {stage: took["ms"] for stage, took in handlers[part["batch"]].items()}}
+        for part in parts if part["batch"] in starts
+    ]
+
+
+def _held(part) -> int:
+    """What every part of the barrier held after the batch `part`."""
+    return sum(msgpack.unpackb(payload)["held"] for stage, _, payload in part["metrics"] if stage == "barrier")
+
+
 def _first_batch_s(durations: list):
     return durations[0] / 1000 if durations else None
 
@@ -226,7 +261,8 @@ def _rows(frame) -> list:
 
 def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_names=()) -> Result:
     """The run's Result from its batch files; metrics["engine"] has the micro-batches, their durations (of this
-    run's batches), where their time went (`batch_time`, per stage in `stage_names`) and the release delays.
+    run's batches), where their time went (`batch_time`, per stage in `stage_names`), each batch of this run
+    (`timeline`) and the release delays.
 
     With `changes`, it has the changelog too, each change stamped with when its batch ended.
     """
@@ -239,9 +275,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
     late = [unpack(payload) for part in parts for payload in part["late"]]
     barrier = list(_latest_metrics(parts).values())
     ingest = _ingest_counts(parts)
-    held_per_batch = [
-        sum(msgpack.unpackb(p)["held"] for stage, _, p in part["metrics"] if stage == "barrier") for part in parts
-    ]
+    held_per_batch = [_held(part) for part in parts]
     delays = release_delays(parts, progress, paced)
     durations = batch_durations_ms(progress)
     metrics = run_metrics(
@@ -263,6 +297,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             "first_batch_s": _first_batch_s(durations),
             "after_first_batch": after_first_batch(parts, progress) if paced else None,
             "batch_time": batch_time(progress, list(stage_names), _handler_times(parts)),
+            "timeline": timeline(parts, progress),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,
                 "max": max(delays, default=None),

@@ -177,8 +177,9 @@ def after_first_batch(parts, progress) -> dict | None:
 
 def timeline(parts, progress) -> list:
     """Each micro-batch of the latest run, in order: when it started (`start_s`, after the first's start), how
-    long it took, the events it ingested, the outputs it released, what the barrier held after it, and our
-    handlers' time in it per stage (summed over the stage's tasks): where a paced run falls behind its input.
+    long it took, the events it ingested, the outputs it released, what the barrier held at its release (the
+    released items included), and our handlers' time in it per stage (summed over the stage's tasks): where a
+    paced run falls behind its input.
 
     >>> progress = [{"batchId": 3, "timestamp": "2026-11-28T10:00:01.5Z", "durationMs": {"triggerExecution": 700}}]
     >>> ingest = msgpack.packb({"events": 4, "late_dropped": 0, "late_adjusted": 0})
@@ -206,7 +207,7 @@ def timeline(parts, progress) -> list:
 
 
 def _held(part) -> int:
-    """What every part of the barrier held after the batch `part`."""
+    """What every part of the barrier held in the batch `part` when it released."""
     return sum(msgpack.unpackb(payload)["held"] for stage, _, payload in part["metrics"] if stage == "barrier")
 
 

@@ -247,15 +247,12 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
         report["highest_sustained"] = highest_sustained(report["rates"])
         plot_rates(report["rates"], out / "rates.png")
     if engine == "spark":
+        pace = "unpaced" if rate is None else f"{rate:g} events/s"
         paced = [(f"{point['rate']:g} events/s", point) for point in report.get("rates", [])]
-        plot_batches([(f"the input, {_pace(rate)}", main), *paced], out / "batches.png")
+        plot_batches([(f"the input, {pace}", main), *paced], out / "batches.png")
     write_atomic(out / "report.md", markdown(report))
     write_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report
-
-
-def _pace(rate) -> str:
-    return "unpaced" if rate is None else f"{rate:g} events/s"
 
 
 def modes_agree(report: dict) -> bool:

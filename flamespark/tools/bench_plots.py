@@ -89,8 +89,8 @@ def plot_batches(runs: list, path: Path):
         for mode, color in zip(MODES, COLORS):
             batches = entry[mode]["engine"]["timeline"]
             starts = [batch["start_s"] for batch in batches]
-            durations.plot(starts, [(batch["duration_ms"] or np.nan) / 1000 for batch in batches], color=color,
-                           marker=".", label=mode)
+            seconds = [np.nan if batch["duration_ms"] is None else batch["duration_ms"] / 1000 for batch in batches]
+            durations.plot(starts, seconds, color=color, marker=".", label=mode)
             events.plot(starts, [batch["events"] for batch in batches], color=color, marker=".", label=mode)
         _label(durations, "batch start (s after the first)", "duration (s)", f"Micro-batches, {title}")
         _label(events, "batch start (s after the first)", "events read", f"Events a micro-batch read, {title}")

@@ -176,9 +176,10 @@ def test_ingest_runs_per_ingest_partition_and_replays_a_batch_alike(spark, tmp_p
     parts = sorted(tmp_path.glob("parts/batch-*.msgpack"))
     ingest = {}
     for part in parts:
-        for stage, shard, payload in msgpack.unpackb(part.read_bytes())["metrics"]:
+        for stage, _, payload in msgpack.unpackb(part.read_bytes())["metrics"]:
             if stage == "ingest":  # each batch counts its own events
-                ingest[shard] = ingest.get(shard, 0) + msgpack.unpackb(payload)["events"]
+                counts = msgpack.unpackb(payload)
+                ingest[counts["partition"]] = ingest.get(counts["partition"], 0) + counts["events"]
     # Events spread by position: 20 events over 3 partitions.
     assert sorted(ingest.values()) == [6, 7, 7] and len(ingest) == 3
 
@@ -347,6 +348,23 @@ def test_a_paced_run_offers_its_rate_over_all_inputs_together(spark):
     after = result.metrics["engine"]["after_first_batch"]
     assert after["events"] == 2 * (count - 1)
     assert after["wall_s"] >= (count - 2) / (rate / 2)
+
+
+@pytest.mark.parametrize("ingest_partitions, idle_timeout", [(2, None), (3, 60.0)])
+def test_every_stage_runs_a_group_only_for_its_shards(spark, tmp_path, ingest_partitions, idle_timeout):
+    """Dead letters and counts from the ingest partitions pass through both stages under a shard's key, and so do
+    the handler times of an ingest operator (which an idle timeout brings in) with more partitions than shards:
+    no stage runs a group of its own for them (each group reports its handler's time under its key)."""
+    events = [(ts, ts % 5) for ts in range(40)] + [(2, 9)]  # the last is late
+    result = run_spark(graphs.chained_stateful(), {"numbers": events}, spark, checkpoint=tmp_path, max_rows_per_batch=10,
+                       ingest_partitions=ingest_partitions, idle_timeout=idle_timeout, reorder_latency=5)
+    assert len(result.late) == 1
+    parts = [msgpack.unpackb(path.read_bytes()) for path in sorted((tmp_path / "parts").glob("batch-*.msgpack"))]
+    groups = {(msgpack.unpackb(payload)["stage"], shard) for part in parts
+              for target, shard, payload in part["metrics"] if target == "handler"}
+    ingest = {"0: ingest"} if idle_timeout else set()
+    assert {stage for stage, _ in groups} == ingest | {"1: count, barrier", "2: gaps, barrier"}
+    assert {shard for _, shard in groups} == set(spread_keys(2, 2)), groups
 
 
 # --- late events and errors ----------------------------------------------------------------

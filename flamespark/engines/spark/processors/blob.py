@@ -59,6 +59,11 @@ class BlobProcessor(StatefulProcessor):
     def output_frame(self, rows: list):
         return frame(rows)
 
+    def metric_shard(self, key) -> int:
+        """The shard under which the group `key`'s metric rows travel on: its own. A stage downstream groups its
+        rows by it, so it must be one of the stage's shards, or that stage would run a group for them alone."""
+        return key[0]
+
     def close(self):
         pass
 
@@ -80,7 +85,7 @@ def handler(generator_function):
         took = {"stage": self.stage_name, "ms": (time.perf_counter() - started) * 1000.0,
                 "state_ms": (stopwatch.seconds - in_state) * 1000.0}
         frames = [part for part in frames if len(part)]  # pandas deprecates concatenating empty frames
-        frames.append(self.output_frame([metric_row(HANDLER, key[0], took)]))
+        frames.append(self.output_frame([metric_row(HANDLER, self.metric_shard(key), took)]))
         yield concat(frames)
 
     return run

@@ -21,7 +21,7 @@ from flamespark.runtime.progress import SourceProgress
 def ingest_events(progress, events, topology, partition: int, sources: list, changes: bool) -> list:
     """The rows one ingest partition makes of a batch's `(kind, source, ts, payload bytes, arrival, seq)`
     events, in arrival order: item bundles, then punctuations that rose, dead letters and each source's
-    counts in this batch (a metric row).
+    counts in this batch (a metric row, naming the partition).
 
     An event's position in its source is its `seq` when the source is spread
     over partitions, else counted by `progress`; with `changes`, each item
@@ -41,12 +41,15 @@ def ingest_events(progress, events, topology, partition: int, sources: list, cha
     out = outbox.rows()
     advanced = {(source, partition): time for source, time in progress.advance().items()}
     out.extend(punctuation_rows(advanced, topology.shard_keys))
+    # Dead letters and counts only pass through the stages to the driver: under the first shard, as the
+    # stages group rows by shard and would run a group of their own for another key.
+    reported = topology.shard_keys[0]
     for source in sources:
-        out.extend(control_row(LATE, source, payload=pack(dead))
+        out.extend(control_row(LATE, source, reported, payload=pack(dead))
                    for dead in progress.dead_letters if dead["source"] == source)
         counts = progress.counts(source)
         batch = {key: counts[key] - before[source][key] for key in counts}
-        out.append(metric_row("ingest", partition, dict(batch, source=source)))
+        out.append(metric_row("ingest", reported, dict(batch, source=source, partition=partition)))
     return out
 
 
@@ -84,6 +87,10 @@ class IngestProcessor(BlobProcessor):
         self.idle_timeout = idle_timeout
         self.changes = changes
         self.stage_name = INGEST_STAGE
+
+    def metric_shard(self, key) -> int:
+        """The first shard: the group's key is an ingest partition's, which need not be a shard's."""
+        return self.topology.shard_keys[0]
 
     @handler
     def handleInputRows(self, key, rows, timerValues):

@@ -175,11 +175,11 @@ def after_first_batch(parts, progress) -> dict | None:
     return {"events": events, "wall_s": span, "events_per_s": events / span if span > 0 else None}
 
 
-def timeline(parts, progress) -> list:
+def timeline(parts, progress, handlers: dict) -> list:
     """Each micro-batch of the latest run, in order: when it started (`start_s`, after the first's start), how
     long it took, the events it ingested, the outputs it released, what the barrier held at its release (the
-    released items included), and our handlers' time in it per stage (summed over the stage's tasks): where a
-    paced run falls behind its input.
+    released items included), and our handlers' time in it per stage (from `handlers`, `_handler_times` of
+    `parts`: summed over the stage's tasks): where a paced run falls behind its input.
 
     >>> progress = [{"batchId": 3, "timestamp": "2026-11-28T10:00:01.5Z", "durationMs": {"triggerExecution": 700}}]
     >>> ingest = msgpack.packb({"events": 4, "late_dropped": 0, "late_adjusted": 0})
@@ -187,7 +187,7 @@ def timeline(parts, progress) -> list:
     >>> took = msgpack.packb({"stage": "1: count", "ms": 120.0, "state_ms": 30.0})
     >>> parts = [{"batch": 3, "outputs": [["sums", b"", 0.0]],
     ...           "metrics": [["ingest", 0, ingest], ["barrier", 0, barrier], [HANDLER, 0, took]]}]
-    >>> batch = timeline(parts, progress)[0]
+    >>> batch = timeline(parts, progress, _handler_times(parts))[0]
     >>> batch["batch"], batch["start_s"], batch["duration_ms"], batch["events"], batch["released"], batch["held"]
     (3, 0.0, 700, 4, 1, 9)
     >>> batch["handler_ms"]
@@ -196,7 +196,6 @@ def timeline(parts, progress) -> list:
     starts = dict(_batch_starts(progress))
     durations = {entry["batchId"]: entry["durationMs"]["triggerExecution"] for entry in progress
                  if "triggerExecution" in entry.get("durationMs", {})}
-    handlers = _handler_times(parts)
     first = min(starts.values(), default=0.0)
     return [
         {"batch": part["batch"], "start_s": starts[part["batch"]] - first, "duration_ms": durations.get(part["batch"]),
@@ -277,6 +276,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
     barrier = list(_latest_metrics(parts).values())
     ingest = _ingest_counts(parts)
     held_per_batch = [_held(part) for part in parts]
+    handlers = _handler_times(parts)
     delays = release_delays(parts, progress, paced)
     durations = batch_durations_ms(progress)
     metrics = run_metrics(
@@ -297,8 +297,8 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             "batch_duration_thirds_ms": batch_duration_thirds_ms(durations),
             "first_batch_s": _first_batch_s(durations),
             "after_first_batch": after_first_batch(parts, progress) if paced else None,
-            "batch_time": batch_time(progress, list(stage_names), _handler_times(parts)),
-            "timeline": timeline(parts, progress),
+            "batch_time": batch_time(progress, list(stage_names), handlers),
+            "timeline": timeline(parts, progress, handlers),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,
                 "max": max(delays, default=None),

@@ -97,6 +97,32 @@ def test_bad_input_leaves_the_last_complete_output_as_it_was(tmp_path, capsys, e
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before
 
 
+def test_a_run_that_fails_leaves_the_output_directory_as_it_was(tmp_path, capsys):
+    """A failure during the run (here the key function, on a reading with no sensor) writes nothing: no
+    directory for a new output, no change to a complete one."""
+    code, out = run_cli(tmp_path, readings((1, "a", 1), (2, "a", 2)), "--changes")
+    assert code == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    failing = write_lines(tmp_path / "failing.jsonl", readings((1, "a", 1)) + ['{"ts": 2, "value": 5}'])
+    for target in (out, tmp_path / "fresh"):
+        argv = ["run", PIPELINE, "--input", f"readings={failing}", "--out", str(target), "--engine", "local"]
+        assert main(argv + ["--changes"]) == 1
+        assert "key function of stateful operator 'totals_by_sensor' raised KeyError" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    assert not (tmp_path / "fresh").exists()
+
+
+@pytest.mark.parametrize("out", ["taken", "taken/sub"])
+def test_an_output_directory_that_is_a_file_is_refused_before_the_run(tmp_path, capsys, out):
+    taken = write_lines(tmp_path / "taken", ["keep me"])
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    argv = ["run", PIPELINE, "--input", f"readings={events}", "--out", str(tmp_path / out), "--engine", "local"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"output directory {tmp_path / out}: {taken} is not a directory" in err and "Traceback" not in err
+    assert taken.read_text() == "keep me\n"
+
+
 def test_unknown_source_and_missing_file_are_named(tmp_path, capsys):
     events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
     assert main(["run", PIPELINE, "--input", f"sensors={events}", "--out", str(tmp_path / "o"), "--engine", "local"]) == 1
@@ -129,6 +155,9 @@ def test_a_sink_name_that_is_no_file_name_of_its_own_is_refused_before_anything_
     ("import flamespark as fs\ngraph = fs.Graph(\n", "pipe.py:graph", "pipe.py:2: loading the pipeline raised SyntaxError"),
     ("def graph(name):\n    pass\n", "pipe.py:graph",
      "pipe.py:graph: calling it with no arguments to make the Graph raised TypeError"),
+    ("import sys\nsys.exit(3)\n", "pipe.py:graph", "pipe.py:2: loading the pipeline raised SystemExit: 3"),
+    ("import sys\ndef graph():\n    sys.exit('usage: ...')\n", "pipe.py:graph",
+     "pipe.py:graph: calling it with no arguments to make the Graph raised SystemExit: usage: ..."),
     ("graph = 3\n", "pipe.py:graph", "pipe.py has no flamespark.Graph named 'graph'"),
     ("", "pipe.txt:graph", "pipe.txt' is not a Python file (PATH.py)"),
 ])
@@ -141,6 +170,13 @@ def test_a_pipeline_that_does_not_load_is_named_with_its_line(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_pipeline_given_by_a_relative_path_is_named_with_its_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "pipe.py").write_text("import flamespark as fs\n\nraise ValueError('no config')\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["graph", "pipe.py"]) == 1
+    assert "pipe.py:3: loading the pipeline raised ValueError: no config" in capsys.readouterr().err
 
 
 def test_attr_may_name_a_function_that_makes_the_graph(capsys):
@@ -165,7 +201,7 @@ def test_a_source_given_twice_and_follow_on_the_local_engine_are_refused(tmp_pat
     assert exit_info.value.code == 2
     assert "argument --input: source 'readings' given twice" in capsys.readouterr().err
     assert main(argv + ["--follow"]) == 1
-    assert "flamespark: error: the local engine takes no engine options, got follow" in capsys.readouterr().err
+    assert "flamespark: error: --follow: only with --engine spark" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything is written
 
 
@@ -180,15 +216,14 @@ def test_rate_paces_the_local_engine(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["run", "bench"])
-@pytest.mark.parametrize("option, value, name", [
-    ("--master", "local[2]", "master"), ("--checkpoint", "ck", "checkpoint"),
-    ("--max-rows-per-batch", "3", "max_rows_per_batch"), ("--ingest-partitions", "2", "ingest_partitions"),
+@pytest.mark.parametrize("option, value", [
+    ("--master", "local[2]"), ("--checkpoint", "ck"), ("--max-rows-per-batch", "3"), ("--ingest-partitions", "2"),
 ])
-def test_spark_options_on_the_local_engine_are_refused_not_ignored(tmp_path, capsys, command, option, value, name):
+def test_spark_options_on_the_local_engine_are_refused_not_ignored(tmp_path, capsys, command, option, value):
     events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
     argv = [command, PIPELINE, "--input", f"readings={events}", "--out", str(tmp_path / "o"), "--engine", "local"]
     assert main(argv + [option, value]) == 1
-    assert f"the local engine takes no engine options, got {name}" in capsys.readouterr().err
+    assert f"flamespark: error: {option}: only with --engine spark" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything is written
 
 
@@ -203,6 +238,17 @@ def test_a_wrong_spark_master_is_refused_before_anything_runs(argv, capsys):
         main(argv)
     assert exit_info.value.code == 2
     assert "not a Spark master URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench-sorters", "-p", "150"], "argument -p: must be between 0 and 100, not 150"),
+    (["bench-sorters", "-d", "-5"], "argument -d: must be >= 0, not -5"),
+])
+def test_the_sorter_bench_refuses_a_disorder_that_means_nothing(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command, option", [

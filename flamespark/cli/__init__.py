@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except FlameSparkError as exc:
+    except (FlameSparkError, OSError) as exc:  # an OSError names its file: a disk full, a directory unwritable
         print(f"flamespark: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

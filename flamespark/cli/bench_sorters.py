@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import comma_separated, positive_float, positive_int
+from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float, positive_int
 from flamespark.tools.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings
 
 DEFAULTS = Settings()
@@ -42,9 +42,9 @@ def add_parser(commands):
                         metavar="W1,W2", help="comma-separated, from: " + ", ".join(WORKLOADS))
     parser.add_argument("--methods", type=comma_separated(str, tuple(METHODS)), default=_listed(DEFAULTS.methods),
                         metavar="M1,M2,...", help="comma-separated, from: " + ", ".join(METHODS))
-    parser.add_argument("-p", dest="percent", type=float, default=DEFAULTS.percent,
+    parser.add_argument("-p", dest="percent", type=percent, default=DEFAULTS.percent,
                         help="synthetic: percentage of delayed events")
-    parser.add_argument("-d", dest="stddev", type=float, default=DEFAULTS.stddev,
+    parser.add_argument("-d", dest="stddev", type=non_negative_float, default=DEFAULTS.stddev,
                         help="synthetic: standard deviation of a delay")
     parser.add_argument("--sources", type=positive_int, default=DEFAULTS.sources, help="sources: number of sources")
     parser.add_argument("--skew", type=positive_int, default=DEFAULTS.skew,

@@ -5,9 +5,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from flamespark.runtime.options import ENGINES, MODES
 from flamespark.cli.arguments import PIPELINE_HELP, non_negative_int, positive_float, positive_int, spark_master
+from flamespark.core.errors import OptionError
 from flamespark.io.sinks import SINK_FORMATS
+from flamespark.runtime.options import ENGINES, MODES
 from flamespark.runtime.progress import POLICIES
 
 
@@ -60,8 +61,19 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
                              "own share of the events (spark engine, optimistic mode; default: the shard count)")
 
 
+# The flags only the Spark engine takes, by their argparse names.
+SPARK_FLAGS = {"master": "--master", "checkpoint": "--checkpoint", "max_rows_per_batch": "--max-rows-per-batch",
+               "ingest_partitions": "--ingest-partitions", "follow": "--follow", "idle_timeout": "--idle-timeout"}
+
+
 def run_options(args) -> dict:
-    """The run options of `add_pipeline_arguments`, as keyword arguments of the tools."""
+    """The run options of `add_pipeline_arguments`, as keyword arguments of the tools; an OptionError naming the
+    Spark engine's flags if the local engine is given any."""
+    if args.engine == "local":
+        given = [flag for name, flag in SPARK_FLAGS.items() if getattr(args, name, None) not in (None, False)]
+        if given:
+            raise OptionError(f"{', '.join(given)}: only with --engine spark (the local engine runs in this process "
+                              f"over finite inputs)")
     return dict(engine=args.engine, reorder_latency=args.reorder_latency, late=args.late, rate=args.rate,
                 master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch,
                 ingest_partitions=args.ingest_partitions)
@@ -100,10 +112,11 @@ def command(args) -> int:
     from flamespark.tools.runner import checkpoint_directory, run_to_directory
 
     checkpoint = checkpoint_directory(args.out, args.checkpoint)
+    options = run_options(args)
     try:
         result = run_to_directory(args.pipeline, args.input, args.out, mode=args.mode, sink_format=args.sink_format,
                                   follow=args.follow, idle_timeout=args.idle_timeout, changes=args.changes,
-                                  **run_options(args))
+                                  **options)
     except KeyboardInterrupt:
         if args.engine == "local":
             raise

@@ -23,7 +23,7 @@ def load_module(path):
     sys.path.insert(0, str(path.resolve().parent))
     try:
         module_spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a pipeline file that calls sys.exit must not end the command quietly
         raise InputError(f"{_place(exc, path)}: loading the pipeline raised {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.pop(0)
@@ -33,9 +33,11 @@ def load_module(path):
 
 def _place(exc: Exception, path: Path) -> str:
     """`path:line` of the pipeline file's line that raised `exc` (or its syntax error), or `path`."""
-    if isinstance(exc, SyntaxError) and exc.lineno and Path(exc.filename or "") == path:
+    resolved = path.resolve()  # frames name the file as imported, absolute
+    if isinstance(exc, SyntaxError) and exc.lineno and Path(exc.filename or "").resolve() == resolved:
         return f"{path}:{exc.lineno}"
-    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if Path(frame.filename) == path]
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if Path(frame.filename).resolve() == resolved]
     return f"{path}:{lines[-1]}" if lines else str(path)
 
 
@@ -49,7 +51,7 @@ def load_graph(spec: str) -> Graph:
     if callable(graph) and not isinstance(graph, Graph):
         try:
             graph = graph()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise InputError(f"{path_text}:{attr}: calling it with no arguments to make the Graph raised "
                              f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(graph, Graph):

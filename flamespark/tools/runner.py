@@ -32,6 +32,23 @@ def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
     return {name: Path(path) for name, path in inputs.items()}
 
 
+def check_output_directory(out: Path):
+    """InputError unless `out` is a directory or can be made one: no part of its path is a file."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise InputError(f"output directory {out}: {path} is not a directory")
+            return
+
+
+def _clear_outputs(out: Path, sinks):
+    """Make `out` if need be and remove what marks it complete (`metrics.json`) and the changelogs a run rewrites."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.json").unlink(missing_ok=True)
+    for sink in sinks:
+        changelog_path(out, sink).unlink(missing_ok=True)
+
+
 def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) -> Path:
     """Where a Spark run writing to `out` keeps its checkpoint: `checkpoint`, or `out/_checkpoint`."""
     return Path(checkpoint) if checkpoint else Path(out) / "_checkpoint"
@@ -63,9 +80,11 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
     and write its sinks, dead letters and metrics under `out`.
 
-    The inputs are read through first: bad input fails the run before it
-    touches `out` or does any work. Then `metrics.json` is removed, and it
-    is written last, so its presence marks a complete output directory. A
+    The inputs and `out` are checked first: bad input fails the run before
+    it touches `out` or does any work. Once the run has finished (a `follow`
+    run: before it starts) `metrics.json` is removed, and it is written
+    last, so its presence marks a complete output directory; a run that
+    fails leaves `out` as it was, but for a Spark run's checkpoint. A
     `follow` run (Spark) writes each micro-batch's releases as it completes,
     to `out/<sink>/` and `out/late/`, and ends when interrupted. A Spark run
     keeps its checkpoint in `checkpoint` (default `out/_checkpoint`); rerun
@@ -85,16 +104,16 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
                      output_format=sink_format)
     options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
                             changes=changes, **given)
+    check_output_directory(out)
     check_input_files(paths)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").unlink(missing_ok=True)
-    for sink in graph.sinks:
-        changelog_path(out, sink).unlink(missing_ok=True)
     if engine != "local":
         claim_pipeline(given["checkpoint"], pipeline)
+    if follow:
+        _clear_outputs(out, graph.sinks)
     result = run_with_options(graph, paths, options)
     fallbacks = []
     if not follow:
+        _clear_outputs(out, graph.sinks)
         for sink, values in result.outputs.items():
             fallbacks.append(write_sink(out / sink, values, sink_format))
         write_jsonl(out / "late.jsonl", result.late)

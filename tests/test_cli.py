@@ -160,15 +160,17 @@ def test_a_sink_name_that_is_no_file_name_of_its_own_is_refused_before_anything_
      "pipe.py:graph: calling it with no arguments to make the Graph raised SystemExit: usage: ..."),
     ("graph = 3\n", "pipe.py:graph", "pipe.py has no flamespark.Graph named 'graph'"),
     ("", "pipe.txt:graph", "pipe.txt' is not a Python file (PATH.py)"),
+    ("", "folder:graph", "pipeline file '{tmp_path}/folder' is not a file"),
 ])
 def test_a_pipeline_that_does_not_load_is_named_with_its_line(tmp_path, capsys, source, spec, message):
     for name in ("pipe.py", "pipe.txt"):
         (tmp_path / name).write_text(source)
+    (tmp_path / "folder").mkdir()
     events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
     assert main(["run", str(tmp_path / spec), "--input", f"readings={events}", "--out", str(tmp_path / "out"),
                  "--engine", "local"]) == 1
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message.format(tmp_path=tmp_path) in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
 

@@ -82,8 +82,8 @@ def run_options(args) -> dict:
 def add_parser(commands):
     parser = commands.add_parser(
         "run", help="run a pipeline over JSONL or Parquet inputs",
-        description="Run a pipeline and write DIR/<sink>.jsonl (or .parquet), DIR/late.jsonl and DIR/metrics.json "
-                    "(and with --changes DIR/<sink>.changes.jsonl). "
+        description="Run a pipeline and write DIR/<sink>.jsonl (or .parquet), DIR/late.jsonl (and with --changes "
+                    "DIR/<sink>.changes.jsonl), then DIR/metrics.json, whose presence marks a complete output. "
                     "On Spark, Ctrl-C stops the run cleanly; rerun the same command (the same --checkpoint) to "
                     "resume where it stopped.")
     add_pipeline_arguments(parser)

@@ -13,7 +13,7 @@ def load_module(path):
     """The Python file `path`, run as a module whose functions Spark's workers can unpickle."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"pipeline file {str(path)!r} does not exist")
+        raise InputError(f"pipeline file {str(path)!r} {'is not a file' if path.exists() else 'does not exist'}")
     if path.suffix != ".py":
         raise InputError(f"pipeline file {str(path)!r} is not a Python file (PATH.py)")
     module_name = f"flamespark_pipeline_{path.stem}"
@@ -45,7 +45,7 @@ def load_graph(spec: str) -> Graph:
     """The Graph named ATTR in the Python file PATH (`PATH.py:ATTR`; ATTR defaults to `graph`), or made by calling
     ATTR if it is a function of no arguments."""
     path_text, _, attr = spec.rpartition(":") if ":" in spec else (spec, ":", "graph")
-    if not Path(path_text).is_file():
+    if not Path(path_text).exists():
         raise InputError(f"pipeline file {path_text!r} does not exist (expected PATH.py:ATTR)")
     graph = getattr(load_module(path_text), attr, None)
     if callable(graph) and not isinstance(graph, Graph):

@@ -2,6 +2,8 @@
 import ast
 import json
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -110,6 +112,43 @@ def test_a_run_that_fails_leaves_the_output_directory_as_it_was(tmp_path, capsys
         assert "key function of stateful operator 'totals_by_sensor' raised KeyError" in capsys.readouterr().err
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before
     assert not (tmp_path / "fresh").exists()
+
+
+def test_a_refused_follow_run_leaves_a_complete_output_as_it_was(tmp_path, capsys):
+    """`--follow` with no input directory is refused (before Spark starts) without touching the output."""
+    code, out = run_cli(tmp_path, readings((1, "a", 1), (2, "a", 2)), "--changes")
+    assert code == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    argv = ["run", PIPELINE, "--input", f"readings={tmp_path / 'events.jsonl'}", "--out", str(out), "--engine",
+            "spark", "--checkpoint", str(tmp_path / "checkpoint"), "--follow", "--changes"]
+    assert main(argv) == 1
+    assert "follow watches input directories for new files" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
+def test_a_rerun_in_another_sink_format_leaves_no_stale_sink_file(tmp_path):
+    code, out = run_cli(tmp_path, readings((1, "a", 1)), "--sink-format", "parquet")
+    assert code == 0 and (out / "totals.parquet").exists()
+    code, out = run_cli(tmp_path, readings((1, "a", 1)))
+    assert code == 0
+    assert sorted(path.name for path in out.iterdir()) == ["late.jsonl", "metrics.json", "totals.jsonl"]
+
+
+def test_an_input_directory_as_the_output_directory_is_refused(tmp_path, capsys):
+    events = tmp_path / "events"
+    write_lines(tmp_path / "events.jsonl", readings((1, "a", 1)))
+    events.mkdir()
+    (tmp_path / "events.jsonl").rename(events / "part.jsonl")
+    argv = ["run", PIPELINE, "--input", f"readings={events}", "--out", str(events), "--engine", "local"]
+    assert main(argv) == 1
+    assert "the output directory is the input's" in capsys.readouterr().err
+    assert [path.name for path in events.iterdir()] == ["part.jsonl"]
+
+
+def test_python_dash_m_flamespark_is_the_command():
+    done = subprocess.run([sys.executable, "-m", "flamespark", "graph", PIPELINE], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("digraph")
 
 
 @pytest.mark.parametrize("out", ["taken", "taken/sub"])
@@ -245,8 +284,10 @@ def test_a_wrong_spark_master_is_refused_before_anything_runs(argv, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["bench-sorters", "-p", "150"], "argument -p: must be between 0 and 100, not 150"),
     (["bench-sorters", "-d", "-5"], "argument -d: must be >= 0, not -5"),
+    (["bench-sorters", "--seed", "-1"], "argument --seed: must be >= 0, not -1"),
+    (["disorder", "in.jsonl", "--out", "out.jsonl", "--seed", "-1"], "argument --seed: must be >= 0, not -1"),
 ])
-def test_the_sorter_bench_refuses_a_disorder_that_means_nothing(argv, message, capsys):
+def test_a_disorder_that_means_nothing_is_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2

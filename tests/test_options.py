@@ -130,5 +130,5 @@ def test_the_cli_refuses_follow_and_idle_timeout_on_the_local_engine_before_writ
     code = main(["run", pipeline, "--input", f"readings={events}", "--out", str(out), "--engine", "local",
                  "--follow", "--idle-timeout", "2"])
     assert code == 1
-    assert "the local engine takes no engine options, got follow (options of the Spark engine)" in capsys.readouterr().err
+    assert "--follow, --idle-timeout: only with --engine spark" in capsys.readouterr().err
     assert not out.exists()

@@ -536,7 +536,7 @@ def test_missing_java_is_a_clear_error(monkeypatch, tmp_path):
 # --- the CLI on Spark: a crash, a resume, and what the terminal shows ------------------------------
 
 def cli_command(events, out, checkpoint):
-    return [sys.executable, "-m", "flamespark.cli", "run", PIPELINE, "--input", f"readings={events}",
+    return [sys.executable, "-m", "flamespark", "run", PIPELINE, "--input", f"readings={events}",
             "--out", str(out), "--engine", "spark", "--master", "local[2]", "--reorder-latency", str(LATENCY),
             "--max-rows-per-batch", str(PER_BATCH), "--ingest-partitions", "1", "--checkpoint", str(checkpoint),
             "--changes"]

@@ -166,7 +166,7 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
     inputs, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
     inputs.mkdir()
     write_file(inputs / "part-0.jsonl", arrival[:30])
-    command = [sys.executable, "-m", "flamespark.cli", "run", str(REPO / PIPELINE), "--input", f"readings={inputs}",
+    command = [sys.executable, "-m", "flamespark", "run", str(REPO / PIPELINE), "--input", f"readings={inputs}",
                "--out", str(out), "--checkpoint", str(checkpoint), "--reorder-latency", str(LATENCY),
                "--master", "local[2]"]
     stderr = tmp_path / "stderr.txt"

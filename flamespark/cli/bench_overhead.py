@@ -3,7 +3,7 @@ import argparse
 import json
 from pathlib import Path
 
-from flamespark.cli.arguments import non_negative_float, percent, positive_int, spark_master
+from flamespark.cli.arguments import non_negative_float, non_negative_int, percent, positive_int, spark_master
 from flamespark.tools.overhead.settings import BASELINES, Settings
 
 DEFAULTS = Settings()
@@ -35,7 +35,7 @@ def add_parser(commands):
                         help="percent of events delayed")
     parser.add_argument("--stddev-ms", type=non_negative_float, default=DEFAULTS.stddev_ms, metavar="D",
                         help="standard deviation of the delays |N(0, D)|")
-    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed of keys and delays")
+    parser.add_argument("--seed", type=non_negative_int, default=DEFAULTS.seed, help="random seed of keys and delays")
     parser.add_argument("--repeat", type=positive_int, default=DEFAULTS.repeat,
                         help="measured runs of each query (alternating)")
     parser.add_argument("--warmup-events", type=positive_int, default=DEFAULTS.warmup_events, metavar="N",

@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import comma_separated, non_negative_float, percent, positive_float, positive_int
+from flamespark.cli.arguments import comma_separated, non_negative_float, non_negative_int, percent, positive_float, positive_int
 from flamespark.tools.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings
 
 DEFAULTS = Settings()
@@ -33,7 +33,7 @@ def add_parser(commands):
     parser.add_argument("--events", type=positive_int, default=DEFAULTS.events, help="events per workload")
     parser.add_argument("--frequencies", type=comma_separated(positive_int), default=_listed(DEFAULTS.frequencies),
                         metavar="F1,F2,...", help="punctuation frequencies F (events between punctuations)")
-    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="numpy seed")
+    parser.add_argument("--seed", type=non_negative_int, default=DEFAULTS.seed, help="numpy seed")
     parser.add_argument("--quick", action="store_true",
                         help=f"sanity run: {QUICK['events']:,} events, timed once")
     parser.add_argument("--repeat", type=positive_int, default=DEFAULTS.repeat,

@@ -1,7 +1,7 @@
 """`flamespark disorder`: delay a share of the events of a JSONL file, as the Impatience paper does."""
 import sys
 
-from flamespark.cli.arguments import non_negative_float, percent
+from flamespark.cli.arguments import non_negative_float, non_negative_int, percent
 from flamespark.tools.disorder import DEFAULT_PERCENT, DEFAULT_SEED, DEFAULT_STDDEV_MS, disorder_file
 
 
@@ -19,7 +19,7 @@ def add_parser(commands):
                         help="percentage of events to delay, 0-100 (default: %(default)g)")
     parser.add_argument("--stddev-ms", "-d", type=non_negative_float, default=DEFAULT_STDDEV_MS, metavar="D",
                         help="standard deviation of the delay |N(0, D)| in ms (default: %(default)g)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S",
+    parser.add_argument("--seed", type=non_negative_int, default=DEFAULT_SEED, metavar="S",
                         help="random seed (default: %(default)s)")
     parser.set_defaults(handler=command)
 

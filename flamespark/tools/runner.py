@@ -11,7 +11,7 @@ from flamespark.io.atomic import write_atomic
 from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.io.inputs import check_input_files
 from flamespark.io.jsonl import write_jsonl
-from flamespark.io.sinks import check_sink_names, write_sink
+from flamespark.io.sinks import SINK_FORMATS, check_sink_names, write_sink
 from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 from flamespark.tools.loader import load_graph
@@ -42,11 +42,14 @@ def check_output_directory(out: Path):
 
 
 def _clear_outputs(out: Path, sinks):
-    """Make `out` if need be and remove what marks it complete (`metrics.json`) and the changelogs a run rewrites."""
+    """Make `out` if need be and remove what marks it complete (`metrics.json`), and the sinks' files in every
+    format and their changelogs, which a run rewrites: none is left from an earlier run beside a complete one."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
     for sink in sinks:
         changelog_path(out, sink).unlink(missing_ok=True)
+        for fmt in SINK_FORMATS:
+            (out / f"{sink}.{fmt}").unlink(missing_ok=True)
 
 
 def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) -> Path:
@@ -105,10 +108,15 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
                             changes=changes, **given)
     check_output_directory(out)
+    for name, path in paths.items():
+        if path.is_dir() and path.resolve() == out.resolve():
+            raise InputError(f"input {name}={path}: the output directory is the input's: give another --out")
     check_input_files(paths)
     if engine != "local":
         claim_pipeline(given["checkpoint"], pipeline)
     if follow:
+        from flamespark.engines.spark.query import check_inputs_allow  # what the engine would refuse, before
+        check_inputs_allow(paths, rate, follow)  # `out` loses its mark of a complete output
         _clear_outputs(out, graph.sinks)
     result = run_with_options(graph, paths, options)
     fallbacks = []

@@ -30,7 +30,7 @@ def run_command(pipeline: str, inputs: Mapping[str, str | Path], out: Path, mast
                 reorder_latency: int, late: str, max_rows_per_batch: int | None,
                 ingest_partitions: int | None) -> list:
     """The `flamespark run` command line of one scaling run."""
-    command = [sys.executable, "-m", "flamespark.cli", "run", pipeline, "--out", str(out), "--engine", "spark",
+    command = [sys.executable, "-m", "flamespark", "run", pipeline, "--out", str(out), "--engine", "spark",
                "--master", master, "--mode", mode, "--reorder-latency", str(reorder_latency), "--late", late]
     for name, path in inputs.items():
         command += ["--input", f"{name}={path}"]

@@ -114,7 +114,7 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
     return prepared
 
 
-def _check_inputs_allow(inputs: dict, rate, follow: bool):
+def check_inputs_allow(inputs: dict, rate, follow: bool):
     """Refuse a rate for inputs that are directories (Spark's file source reads their files as they come), and
     `follow` where no input is a directory (it would have nothing to watch, and the run would never end)."""
     directories = [source for source, given in inputs.items() if _is_directory(given)]
@@ -240,7 +240,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         check_sink_names(graph.sinks)
     mode, reorder_latency, late = options.mode, options.reorder_latency, options.late
     idle_timeout, rate = options.idle_timeout, options.rate
-    _check_inputs_allow(inputs, rate, follow)
+    check_inputs_allow(inputs, rate, follow)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
     try:
         # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing. Written

@@ -1,4 +1,4 @@
-"""`python -m flamespark.cli`: the `flamespark` command."""
+"""`python -m flamespark`: the `flamespark` command."""
 import sys
 
 from flamespark.cli import main

@@ -1,9 +1,9 @@
 """The quick start: the inverted index, optimistic against the buffered baseline, with early answers.
 
     python examples/demo.py                                          # 200 generated documents
-    python examples/demo.py enwiki-latest-pages-articles1.xml.bz2    # the pages of a real Wikipedia dump
+    python examples/demo.py enwiki-latest-pages-articles1.xml.bz2    # the first 200 pages of a real dump
 
-Makes the documents (the dump's pages if one is given, else made-up ones
+Makes the documents (the first `--docs` pages of the dump if one is given, else made-up ones
 with Zipf word frequencies), delays 30 % of them by |N(0, 1 s)|, runs
 `flamespark bench` on them offered at 10 documents a second with a reorder
 latency of 3 s, and ends by printing where the report is and three median
@@ -12,6 +12,7 @@ and the buffered baseline's.
 """
 import argparse
 import sys
+from itertools import islice
 from pathlib import Path
 
 from wiki_events import DumpError, iter_pages, synthetic_documents, write_events
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("dump", nargs="?", metavar="DUMP",
                         help="a MediaWiki XML export (.xml, .xml.bz2 or .xml.gz); without one, documents are made up")
     parser.add_argument("--docs", metavar="N", type=positive_int, default=200,
-                        help="made-up documents to generate without a DUMP (default: 200)")
+                        help="how many documents: the first N pages of DUMP, or N made up (default: 200)")
     parser.add_argument("--out", metavar="DIR", type=Path, default=Path("demo"),
                         help="where the documents and the report go (default: demo)")
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
@@ -42,14 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="share of documents delayed, in %% (default: 30)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=3000,
                         help="how far (ms) a document may arrive behind the newest one (default: 3000)")
-    parser.add_argument("--seed", metavar="S", type=int, default=1, help="random seed of the delays (default: 1)")
+    parser.add_argument("--seed", metavar="S", type=non_negative_int, default=1, help="random seed of the delays (default: 1)")
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    documents = iter_pages(args.dump) if args.dump else synthetic_documents(args.docs)
+    documents = islice(iter_pages(args.dump), args.docs) if args.dump else synthetic_documents(args.docs)
     in_order, arrival = args.out / "docs.jsonl", args.out / "docs-disordered.jsonl"
     try:
         count = write_events(documents, in_order)

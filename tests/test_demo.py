@@ -32,3 +32,14 @@ def test_a_dump_that_is_not_there_is_named_before_any_work(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip() == f"demo: error: {tmp_path / 'missing.xml.bz2'}: no such file."
     assert not (tmp_path / "demo" / "report").exists()
+
+
+def test_docs_takes_the_first_pages_of_a_dump(tmp_path):
+    pages = "".join(f"<page><title>Page {n}</title><id>{n}</id><revision><timestamp>2020-01-0{n}T00:00:00Z"
+                    f"</timestamp><text>word{n} and some text</text></revision></page>" for n in range(1, 5))
+    dump = tmp_path / "dump.xml"
+    dump.write_text(f"<mediawiki>{pages}</mediawiki>")
+    done = demo(tmp_path, str(dump), "--engine", "local", "--docs", "2", "--rate", "200")
+    assert done.returncode == 0, done.stderr
+    assert f"demo: 2 documents from {dump}" in done.stderr
+    assert len((tmp_path / "demo" / "docs.jsonl").read_text().splitlines()) == 2

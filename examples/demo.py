@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="share of documents delayed, in %% (default: 30)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=3000,
                         help="how far (ms) a document may arrive behind the newest one (default: 3000)")
-    parser.add_argument("--seed", metavar="S", type=non_negative_int, default=1, help="random seed of the delays (default: 1)")
+    parser.add_argument("--seed", metavar="S", type=non_negative_int, default=1,
+                        help="random seed of the delays (default: 1)")
     return parser
 
 

@@ -32,7 +32,8 @@ def add_parser(commands):
                         help="also rerun both modes with P%% of the events (sorted by ts) delayed by |N(0, stddev)|")
     parser.add_argument("--stddev-ms", metavar="MS", type=non_negative_float, default=1000.0,
                         help="delay standard deviation of the sweep (default: 1000)")
-    parser.add_argument("--seed", metavar="S", type=non_negative_int, default=0, help="random seed of the sweep (default: 0)")
+    parser.add_argument("--seed", metavar="S", type=non_negative_int, default=0,
+                        help="random seed of the sweep (default: 0)")
     parser.add_argument("--rates", metavar="R1,R2,...", type=comma_separated(positive_float), default=[],
                         help="also run both modes on the input offered at each rate (events/s): latency, events/s, "
                              "replay and batch length per rate, the highest rate each sustains, and rates.png")

@@ -2,7 +2,8 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import comma_separated, non_negative_float, non_negative_int, percent, positive_float, positive_int
+from flamespark.cli.arguments import (comma_separated, non_negative_float, non_negative_int, percent, positive_float,
+                                      positive_int)
 from flamespark.tools.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings
 
 DEFAULTS = Settings()

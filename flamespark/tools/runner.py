@@ -32,8 +32,12 @@ def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
     return {name: Path(path) for name, path in inputs.items()}
 
 
-def check_output_directory(out: Path):
-    """InputError unless `out` is a directory or can be made one: no part of its path is a file."""
+def check_output_directory(out: Path, inputs: dict[str, Path]):
+    """InputError unless `out` is a directory or can be made one (no part of its path is a file), and is no input
+    directory, which its outputs would join."""
+    for name, path in inputs.items():
+        if path.is_dir() and path.resolve() == out.resolve():
+            raise InputError(f"input {name}={path}: the output directory is the input's: give another --out")
     for path in (out, *out.parents):
         if path.exists():
             if not path.is_dir():
@@ -107,10 +111,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
                      output_format=sink_format)
     options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
                             changes=changes, **given)
-    check_output_directory(out)
-    for name, path in paths.items():
-        if path.is_dir() and path.resolve() == out.resolve():
-            raise InputError(f"input {name}={path}: the output directory is the input's: give another --out")
+    check_output_directory(out, paths)
     check_input_files(paths)
     if engine != "local":
         claim_pipeline(given["checkpoint"], pipeline)

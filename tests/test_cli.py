@@ -197,7 +197,9 @@ def test_a_sink_name_that_is_no_file_name_of_its_own_is_refused_before_anything_
     ("import sys\nsys.exit(3)\n", "pipe.py:graph", "pipe.py:2: loading the pipeline raised SystemExit: 3"),
     ("import sys\ndef graph():\n    sys.exit('usage: ...')\n", "pipe.py:graph",
      "pipe.py:graph: calling it with no arguments to make the Graph raised SystemExit: usage: ..."),
-    ("graph = 3\n", "pipe.py:graph", "pipe.py has no flamespark.Graph named 'graph'"),
+    ("graph = 3\n", "pipe.py:graph", "pipe.py:graph is int, not a flamespark.Graph"),
+    ("def graph():\n    return 3\n", "pipe.py:graph", "pipe.py:graph() returned int, not a flamespark.Graph"),
+    ("other = 3\n", "pipe.py:graph", "pipe.py has no 'graph': name a flamespark.Graph, or a function of no"),
     ("", "pipe.txt:graph", "pipe.txt' is not a Python file (PATH.py)"),
     ("", "folder:graph", "pipeline file '{tmp_path}/folder' is not a file"),
 ])
@@ -210,6 +212,15 @@ def test_a_pipeline_that_does_not_load_is_named_with_its_line(tmp_path, capsys, 
                  "--engine", "local"]) == 1
     err = capsys.readouterr().err
     assert message.format(tmp_path=tmp_path) in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_single_parquet_file_is_refused_with_what_to_give(tmp_path, capsys):
+    (tmp_path / "events.parquet").write_bytes(b"PAR1")
+    argv = ["run", PIPELINE, "--input", f"readings={tmp_path / 'events.parquet'}", "--out", str(tmp_path / "out"),
+            "--engine", "local"]
+    assert main(argv) == 1
+    assert "events.parquet is a Parquet file; give the directory that holds it" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

@@ -272,6 +272,9 @@ def _path_events(source: str, path: Path):
     if path.is_dir():
         read = parquet_file_events if directory_format(source, path) == "parquet" else jsonl_file_events
         files = event_files(path)
+    elif path.suffix == ".parquet":
+        raise InputError(f"input {source!r}: {path} is a Parquet file; give the directory that holds it (Parquet "
+                         f"input is a directory of .parquet files, as Spark's file source reads it)")
     else:
         read, files = jsonl_file_events, [path]
     for file in files:

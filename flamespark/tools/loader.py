@@ -47,14 +47,19 @@ def load_graph(spec: str) -> Graph:
     path_text, _, attr = spec.rpartition(":") if ":" in spec else (spec, ":", "graph")
     if not Path(path_text).exists():
         raise InputError(f"pipeline file {path_text!r} does not exist (expected PATH.py:ATTR)")
-    graph = getattr(load_module(path_text), attr, None)
+    module = load_module(path_text)
+    if not hasattr(module, attr):
+        raise InputError(f"{path_text} has no {attr!r}: name a flamespark.Graph, or a function of no arguments "
+                         f"that returns one")
+    graph = getattr(module, attr)
+    what = f"{attr} is"
     if callable(graph) and not isinstance(graph, Graph):
         try:
             graph = graph()
         except (Exception, SystemExit) as exc:
             raise InputError(f"{path_text}:{attr}: calling it with no arguments to make the Graph raised "
                              f"{type(exc).__name__}: {exc}") from exc
+        what = f"{attr}() returned"
     if not isinstance(graph, Graph):
-        raise InputError(f"{path_text} has no flamespark.Graph named {attr!r} (nor a function of no arguments "
-                         f"that returns one)")
+        raise InputError(f"{path_text}:{what} {type(graph).__name__}, not a flamespark.Graph")
     return graph

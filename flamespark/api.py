@@ -46,7 +46,7 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, idle_timeout=idle_timeout,
                             rate=rate, changes=changes, progress=progress, **engine_options)
     check_input_names(graph.sources, inputs)
-    check_input_files(inputs)
+    check_input_files(inputs, follow=bool(engine_options.get("follow")))
     return run_with_options(graph, inputs, options)
 
 

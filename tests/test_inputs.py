@@ -122,6 +122,18 @@ def test_a_directory_must_not_mix_formats(tmp_path):
         read_input("readings", directory)
 
 
+def test_a_directory_without_event_files_is_refused_before_a_run_unless_followed(tmp_path):
+    directory = tmp_path / "in"
+    directory.mkdir()
+    with pytest.raises(fs.InputError, match=rf"^input 'readings': {directory} holds no event files \(it is empty\)"):
+        fs.run(running_sum, {"readings": directory})
+    for name in ("a.json", "b.csv", "c.txt", "d.ndjson"):
+        (directory / name).write_text('{"ts": 1}\n')
+    with pytest.raises(fs.InputError, match=r"\(it holds a.json, b.csv, c.txt and 1 more\); give .jsonl files"):
+        check_input_files({"readings": directory})
+    check_input_files({"readings": directory}, follow=True)  # a followed directory may get its files later
+
+
 # --------------------------------------------------------------- iterables
 
 

@@ -247,10 +247,11 @@ def _checked_pairs(source: str, events):
         yield ts, payload
 
 
-def check_input_files(inputs: Mapping) -> None:
+def check_input_files(inputs: Mapping, follow: bool = False) -> None:
     """Read every event of the inputs that are files or directories (of Parquet files, their 'ts' columns),
     raising the InputError of the first bad one. Runs call it before their engine starts, so that bad input
     costs no work and leaves nothing half done; an iterable is checked as it is read, as it may be a stream.
+    A directory with no event files is refused unless the run `follow`s it (waits for files to come).
 
     >>> check_input_files({"numbers": [(1, "an iterable: not read here")], "words": "no-such-file.jsonl"})
     Traceback (most recent call last):
@@ -261,11 +262,23 @@ def check_input_files(inputs: Mapping) -> None:
         if not is_path(given):
             continue
         path = Path(given)
+        if path.is_dir() and not follow and not event_files(path):
+            raise InputError(f"input {source!r}: {path} holds no event files ({_not_event_files(path)}); "
+                             f"give .jsonl files or .parquet files")
         if path.is_dir() and directory_format(source, path) == "parquet":
             for file in event_files(path):
                 check_parquet_file(file)
         else:
             deque(_path_events(source, path), maxlen=0)
+
+
+def _not_event_files(directory: Path) -> str:
+    """What `directory` holds instead of event files, for an error."""
+    names = sorted(p.name for p in directory.iterdir())
+    if not names:
+        return "it is empty"
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"it holds {shown}"
 
 
 def _path_events(source: str, path: Path):

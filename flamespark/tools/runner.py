@@ -112,7 +112,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
                             changes=changes, **given)
     check_output_directory(out, paths)
-    check_input_files(paths)
+    check_input_files(paths, follow)
     if engine != "local":
         claim_pipeline(given["checkpoint"], pipeline)
     if follow:

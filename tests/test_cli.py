@@ -1,6 +1,7 @@
 """The `flamespark` command on the local engine: outputs, help and errors; the tools as functions."""
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -160,6 +161,18 @@ def test_an_output_directory_that_is_a_file_is_refused_before_the_run(tmp_path, 
     err = capsys.readouterr().err
     assert f"output directory {tmp_path / out}: {taken} is not a directory" in err and "Traceback" not in err
     assert taken.read_text() == "keep me\n"
+
+
+def test_an_output_directory_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    locked, access = tmp_path / "locked", os.access
+    locked.mkdir()
+    # Permission bits do not stop root, who runs CI: the check's answer for this one directory is made a "no".
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != locked and access(path, mode))
+    events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
+    argv = ["run", PIPELINE, "--input", f"readings={events}", "--out", str(locked / "out"), "--engine", "local"]
+    assert main(argv) == 1
+    assert f"output directory {locked / 'out'}: {locked} is not writable" in capsys.readouterr().err
+    assert list(locked.iterdir()) == []
 
 
 def test_unknown_source_and_missing_file_are_named(tmp_path, capsys):

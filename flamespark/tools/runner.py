@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,8 +34,8 @@ def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
 
 
 def check_output_directory(out: Path, inputs: dict[str, Path]):
-    """InputError unless `out` is a directory or can be made one (no part of its path is a file), and is no input
-    directory, which its outputs would join."""
+    """InputError unless `out` is a directory or can be made one (no part of its path is a file, and the nearest
+    that exists is writable), and is no input directory, which its outputs would join."""
     for name, path in inputs.items():
         if path.is_dir() and path.resolve() == out.resolve():
             raise InputError(f"input {name}={path}: the output directory is the input's: give another --out")
@@ -42,6 +43,8 @@ def check_output_directory(out: Path, inputs: dict[str, Path]):
         if path.exists():
             if not path.is_dir():
                 raise InputError(f"output directory {out}: {path} is not a directory")
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise InputError(f"output directory {out}: {path} is not writable")
             return
 
 

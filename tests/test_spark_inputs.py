@@ -16,6 +16,7 @@ import pytest
 
 import flamespark as fs
 from examples.running_sum import graph as running_sum
+from flamespark.engines.spark import query
 from flamespark.io.inputs import read_input
 from tests.processes import wait_for
 
@@ -64,7 +65,8 @@ def read_directory(directory: Path) -> list:
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
-def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settings(spark, tmp_path, suffix):
+def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settings(spark, tmp_path, suffix,
+                                                                                    monkeypatch):
     arrival = arrival_order(120, seed=len(suffix))
     split_into(tmp_path / "in", arrival, 3, suffix)
     expected = in_order_run(arrival)
@@ -79,8 +81,11 @@ def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settin
     assert read_directory(tmp_path / "out" / "totals") == expected.outputs["totals"]
     assert all(p.suffix == suffix for p in (tmp_path / "out" / "totals").iterdir())
 
-    with pytest.raises(fs.InputError, match=r"belongs to a run with a different reorder_latency"):
-        fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY + 1, **options)
+    with monkeypatch.context() as patch:  # refused before a Spark session is asked for
+        patch.setattr(query, "spark_session", lambda *_: pytest.fail("the refused run started Spark"))
+        with pytest.raises(fs.InputError, match=rf"a different reorder_latency \({LATENCY} then, {LATENCY + 1} now\)"):
+            fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY + 1,
+                   **{**options, "spark": None})
     claim = tmp_path / "ck" / "engine.json"
     written = claim.read_text()
     older = {key: value for key, value in json.loads(written).items() if key != "state_layout"}

@@ -33,7 +33,7 @@ def claim(checkpoint: Path, record: str, what: dict, started: bool):
     path = Path(checkpoint) / record
     if started and path.is_file():
         previous = json.loads(path.read_text())
-        changed = [key for key in what if previous.get(key) != what[key]]
+        changed = [_change(key, previous.get(key), what[key]) for key in what if previous.get(key) != what[key]]
         if changed:
             raise InputError(
                 f"checkpoint {checkpoint} belongs to a run with a different {', '.join(changed)}: "
@@ -41,3 +41,10 @@ def claim(checkpoint: Path, record: str, what: dict, started: bool):
             )
         return
     write_atomic(path, json.dumps(what, sort_keys=True) + "\n")
+
+
+def _change(key: str, before, now) -> str:
+    """A claimed value that differs, with both values when they are short enough to show."""
+    if all(isinstance(value, (int, float, str, type(None))) and len(repr(value)) <= 40 for value in (before, now)):
+        return f"{key} ({before!r} then, {now!r} now)"
+    return key

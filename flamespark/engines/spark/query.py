@@ -246,22 +246,25 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing. Written
         # before Spark starts, as writing them checks every event of an iterable input.
         prepared = prepare_inputs(graph, inputs, workdir / "inputs", follow)
-        spark = spark or spark_session(master, shards)
-        shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
-        partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
-        register_noted()
-        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))
         resuming = committed_a_batch(workdir / "checkpoint")
         if not resuming:
             # A query stopped or failed before its first commit left nothing to resume (the batch in flight is
             # redone): a rerun starts afresh, whatever it was run with, rather than resume a plan it may not fit.
             shutil.rmtree(workdir / "checkpoint", ignore_errors=True)
             shutil.rmtree(workdir / "parts", ignore_errors=True)
+        # What the run's outputs depend on, claimed before Spark starts; the shard counts, which the session
+        # may decide, just after.
         claim(workdir, "engine.json", {
             "graph": graph.to_dot(), "mode": mode, "reorder_latency": reorder_latency, "late": late,
-            "idle_timeout": idle_timeout, "shards": shards, "ingest_partitions": partitions,
-            "inputs": _fingerprint(prepared), "changes": options.changes, "state_layout": STATE_LAYOUT,
+            "idle_timeout": idle_timeout, "inputs": _fingerprint(prepared), "changes": options.changes,
+            "state_layout": STATE_LAYOUT,
         }, started=resuming)
+        spark = spark or spark_session(master, shards)
+        shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
+        partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
+        claim(workdir, "shards.json", {"shards": shards, "ingest_partitions": partitions}, started=resuming)
+        register_noted()
+        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))

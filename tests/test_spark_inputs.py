@@ -271,8 +271,8 @@ def test_an_idle_source_stops_holding_back_the_other_after_the_idle_timeout(spar
         write_file(b / "part-1.jsonl", readings("b", [100, 280]))
         until(lambda: (out / "late").is_dir() and any((out / "late").iterdir()), "b's late reading")
     finally:
-        for query in spark.streams.active:
-            query.stop()
+        for active in spark.streams.active:
+            active.stop()
         runner.join()
     result = outcome["result"]
     assert [dead["payload"] for dead in result.late] == readings("b", [100])

@@ -265,3 +265,12 @@ def test_cli_bad_input_exit_1(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("flamespark: error: ") and f"{src}:2" in err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_cli_refuses_to_write_over_its_input(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(f'{{"ts": {ts}}}\n' for ts in range(20)))
+    before = src.read_bytes()
+    assert main(["disorder", str(src), "--out", str(tmp_path / "." / "in.jsonl"), "--percent", "100"]) == 1
+    assert "is the input file: give --out another path" in capsys.readouterr().err
+    assert src.read_bytes() == before

@@ -231,8 +231,9 @@ def disorder_file(
     raised with ``FILE:LINE`` in its message and nothing is written.  Lines
     are copied byte for byte (less a UTF-8 byte order mark and line ends),
     only their order changes, and the output is written to a temporary file
-    next to *out_path* that is renamed into place at the end.  The same seed and timestamps give the same order as
-    :func:`disorder_events`.
+    next to *out_path* that is renamed into place at the end; an *out_path*
+    that is *in_path* is refused, as the in-order input would be lost. The
+    same seed and timestamps give the same order as :func:`disorder_events`.
 
     Returns a summary: ``events``, ``delayed``, ``max_delay_ms``,
     ``mean_delay_ms`` (over delayed events), ``inversions`` and ``runs``
@@ -242,6 +243,8 @@ def disorder_file(
     stddev_ms = _check_stddev(stddev_ms)
     src = Path(in_path)
     dst = Path(out_path)
+    if dst.exists() and src.exists() and dst.samefile(src):
+        raise InputError(f"{dst} is the input file: give --out another path, or the in-order input would be lost")
     lines, stamps = _read_lines(src)
     order, delays = _arrival_order(stamps, percent, stddev_ms, seed)
     _write_lines(dst, lines, order)

@@ -65,6 +65,11 @@ def test_changes_writes_each_sinks_changelog_and_a_run_without_removes_it(tmp_pa
     assert json.loads((out / "metrics.json").read_text())["changes"]["retracted"] == 2
     run_cli(tmp_path, lines, "--reorder-latency", "10")
     assert not (out / "totals.changes.jsonl").exists()
+    # The buffered mode's changelog adds each result as it is released: the summary says so.
+    code, out = run_cli(tmp_path, lines, "--reorder-latency", "10", "--changes", "--mode", "buffered")
+    assert code == 0 and "3 result(s) added as released (the buffered mode has none early)" in capsys.readouterr().err
+    changes = [json.loads(line) for line in (out / "totals.changes.jsonl").read_text().splitlines()]
+    assert [(c["op"], c["payload"]["total"]) for c in changes] == [("+", 10), ("+", 13), ("+", 19)]
 
 
 @pytest.mark.parametrize(

@@ -129,8 +129,11 @@ def command(args) -> int:
     summary = (f"released {metrics['released']} record(s) from {metrics['events']} event(s) applied ({late}, "
                f"replay ratio {metrics['replay_ratio']:.3f}); outputs in {args.out}")
     if metrics["changes"] is not None:
-        summary += (f"; {metrics['changes']['added']} result(s) added early, "
-                    f"{metrics['changes']['retracted']} retracted (changelogs: {args.out}/<sink>.changes.jsonl)")
+        changes = metrics["changes"]
+        summary += (f"; {changes['added']} result(s) added early, {changes['retracted']} retracted"
+                    if args.mode == "optimistic" else
+                    f"; {changes['added']} result(s) added as released (the buffered mode has none early)")
+        summary += f" (changelogs: {args.out}/<sink>.changes.jsonl)"
     if args.follow:
         summary = f"flamespark: stopped; {summary}; rerun the same command to go on (checkpoint {checkpoint})"
     print(summary, file=sys.stderr)

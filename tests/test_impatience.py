@@ -361,6 +361,10 @@ def test_bench_sorters_command_runs(capsys):
     assert main(["bench-sorters", "--events", "3000", "--frequencies", "10,1000", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "speedup" in out and out.count("synthetic") >= 2
+    # --quick sets the sizes not given: an explicit --events still counts.
+    assert main(["bench-sorters", "--quick", "--events", "3000", "--frequencies", "1000", "--workloads",
+                 "synthetic"]) == 0
+    assert capsys.readouterr().out.startswith("# 3,000 events per workload, seed 1, best of 1,")
 
 
 def test_bench_run_returns_rows_and_refuses_a_wrong_sorter(monkeypatch):

@@ -12,6 +12,9 @@ DEFAULTS = Settings()
 def _listed(values) -> str:
     """A default for a comma-separated option, as typed (argparse parses string defaults with the option's type)."""
     return ",".join(map(str, values))
+
+
+# What --quick changes, unless given: fewer events, each timing once.
 QUICK = {"events": 100_000, "repeat": 1}
 
 
@@ -31,14 +34,17 @@ def add_parser(commands):
                f"timings over {NO_REPEAT_SECONDS:g} s are not repeated) and the speedup of Impatience over the "
                "best other method.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--events", type=positive_int, default=DEFAULTS.events, help="events per workload")
+    parser.add_argument("--events", type=positive_int, default=argparse.SUPPRESS,
+                        help=f"events per workload (default: {DEFAULTS.events:,}; with --quick {QUICK['events']:,})")
     parser.add_argument("--frequencies", type=comma_separated(positive_int), default=_listed(DEFAULTS.frequencies),
                         metavar="F1,F2,...", help="punctuation frequencies F (events between punctuations)")
     parser.add_argument("--seed", type=non_negative_int, default=DEFAULTS.seed, help="numpy seed")
     parser.add_argument("--quick", action="store_true",
-                        help=f"sanity run: {QUICK['events']:,} events, timed once")
-    parser.add_argument("--repeat", type=positive_int, default=DEFAULTS.repeat,
-                        help="timings per method and setting; the best counts")
+                        help=f"sanity run: {QUICK['events']:,} events, timed once (--events and --repeat, if "
+                             f"given, still count)")
+    parser.add_argument("--repeat", type=positive_int, default=argparse.SUPPRESS,
+                        help=f"timings per method and setting; the best counts (default: {DEFAULTS.repeat}; with "
+                             f"--quick {QUICK['repeat']})")
     parser.add_argument("--workloads", type=comma_separated(str, WORKLOADS), default=_listed(DEFAULTS.workloads),
                         metavar="W1,W2", help="comma-separated, from: " + ", ".join(WORKLOADS))
     parser.add_argument("--methods", type=comma_separated(str, tuple(METHODS)), default=_listed(DEFAULTS.methods),
@@ -60,10 +66,11 @@ def add_parser(commands):
 def command(args) -> int:
     from flamespark.tools.sorter_bench import format_table, run
 
-    options = dict(events=args.events, frequencies=args.frequencies, seed=args.seed, repeat=args.repeat,
-                   workloads=args.workloads, methods=args.methods, percent=args.percent, stddev=args.stddev,
-                   sources=args.sources, skew=args.skew, burst=args.burst, clock=args.clock)
-    settings = Settings(**(options | QUICK if args.quick else options))
+    sizes = QUICK if args.quick else {"events": DEFAULTS.events, "repeat": DEFAULTS.repeat}
+    settings = Settings(events=getattr(args, "events", sizes["events"]), repeat=getattr(args, "repeat", sizes["repeat"]),
+                        frequencies=args.frequencies, seed=args.seed, workloads=args.workloads, methods=args.methods,
+                        percent=args.percent, stddev=args.stddev, sources=args.sources, skew=args.skew,
+                        burst=args.burst, clock=args.clock)
     rows = run(settings, progress=lambda text: print(text, file=sys.stderr, flush=True))
     print(format_table(rows, settings))
     return 0

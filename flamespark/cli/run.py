@@ -8,7 +8,7 @@ from pathlib import Path
 from flamespark.cli.arguments import PIPELINE_HELP, non_negative_int, positive_float, positive_int, spark_master
 from flamespark.core.errors import OptionError
 from flamespark.io.sinks import SINK_FORMATS
-from flamespark.runtime.options import ENGINES, MODES
+from flamespark.runtime.options import ENGINES, MODES, SPARK_OPTIONS
 from flamespark.runtime.progress import POLICIES
 
 
@@ -61,16 +61,12 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
                              "own share of the events (spark engine, optimistic mode; default: the shard count)")
 
 
-# The flags only the Spark engine takes, by their argparse names.
-SPARK_FLAGS = {"master": "--master", "checkpoint": "--checkpoint", "max_rows_per_batch": "--max-rows-per-batch",
-               "ingest_partitions": "--ingest-partitions", "follow": "--follow", "idle_timeout": "--idle-timeout"}
-
-
 def run_options(args) -> dict:
     """The run options of `add_pipeline_arguments`, as keyword arguments of the tools; an OptionError naming the
-    Spark engine's flags if the local engine is given any."""
+    Spark engine's flags if the local engine is given any (its engine options, and --idle-timeout)."""
     if args.engine == "local":
-        given = [flag for name, flag in SPARK_FLAGS.items() if getattr(args, name, None) not in (None, False)]
+        given = [f"--{name.replace('_', '-')}" for name in (*SPARK_OPTIONS, "idle_timeout")
+                 if getattr(args, name, None) not in (None, False)]
         if given:
             raise OptionError(f"{', '.join(given)}: only with --engine spark (the local engine runs in this process "
                               f"over finite inputs)")

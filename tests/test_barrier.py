@@ -157,7 +157,8 @@ def test_late_event_is_adjusted_after_the_punctuation():
 
 
 def test_late_event_fails_the_run_when_asked():
-    with pytest.raises(fs.LateEventError, match="event ts=6 of source 'numbers' arrived after punctuation 18"):
+    with pytest.raises(fs.LateEventError, match=r"event ts=6 of source 'numbers' \(position 2 in its arrival "
+                                                r"order\) arrived after punctuation 18"):
         fs.run(graphs.running_sum(), {"numbers": LATE_INPUT}, reorder_latency=2, late="fail")
 
 

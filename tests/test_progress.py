@@ -64,7 +64,8 @@ def test_fail_raises_naming_the_event():
     progress = SourceProgress(["a"], reorder_latency=2, late="fail")
     feed(progress, "a", 21)
     progress.advance()
-    with pytest.raises(fs.LateEventError, match=r"event ts=6 of source 'a' arrived after punctuation 18 \(payload 6\)"):
+    with pytest.raises(fs.LateEventError, match=r"event ts=6 of source 'a' \(position 1 in its arrival order\) "
+                                                r"arrived after punctuation 18 \(payload 6\)"):
         feed(progress, "a", 6)
 
 

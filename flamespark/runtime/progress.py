@@ -101,7 +101,7 @@ class SourceProgress:
             position = state.received
         state.received += 1
         if ts <= state.punctuation:
-            ts = self._late(source, state, ts, payload)
+            ts = self._late(source, state, ts, payload, position)
             if ts is None:
                 return None
         state.events += 1
@@ -174,13 +174,15 @@ class SourceProgress:
             state.last_seen = self.clock_ms()
         return state
 
-    def _late(self, source, state, ts, payload):
+    def _late(self, source, state, ts, payload, position):
         """The time to process a late event at, or None if it is dropped."""
         punctuation = state.punctuation
         if self.late == "fail":
+            # Its position counts from 0, as in a changelog's cause: in a JSONL file without blank lines, its line less 1.
             raise LateEventError(
-                f"event ts={ts} of source {source!r} arrived after punctuation {punctuation} "
-                f"(payload {payload!r}); raise the reorder latency or use the late policy drop or adjust"
+                f"event ts={ts} of source {source!r} (position {position} in its arrival order) arrived after "
+                f"punctuation {punctuation} (payload {payload!r}); raise the reorder latency or use the late "
+                f"policy drop or adjust"
             )
         if self.late == "adjust":
             state.late_adjusted += 1

@@ -67,7 +67,8 @@ def command(args) -> int:
     from flamespark.tools.sorter_bench import format_table, run
 
     sizes = QUICK if args.quick else {"events": DEFAULTS.events, "repeat": DEFAULTS.repeat}
-    settings = Settings(events=getattr(args, "events", sizes["events"]), repeat=getattr(args, "repeat", sizes["repeat"]),
+    settings = Settings(events=getattr(args, "events", sizes["events"]),
+                        repeat=getattr(args, "repeat", sizes["repeat"]),
                         frequencies=args.frequencies, seed=args.seed, workloads=args.workloads, methods=args.methods,
                         percent=args.percent, stddev=args.stddev, sources=args.sources, skew=args.skew,
                         burst=args.burst, clock=args.clock)

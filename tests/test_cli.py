@@ -334,6 +334,7 @@ def test_every_command_has_help(command, option, capsys):
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     assert text.startswith(f"usage: flamespark {command} ") and option in text
+    assert "(default: None)" not in text and "(default: False)" not in text  # an option with no default shows none
 
 
 def test_the_top_level_help_lists_every_command(capsys):

@@ -1,4 +1,4 @@
-"""Types for command-line options: each parses one value or says what is wrong with it."""
+"""Types for command-line options (each parses one value or says what is wrong with it), and their help's format."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +10,15 @@ PIPELINE_HELP = ("Python file and the Graph in it: ATTR names a Graph, or a func
 
 # The master URLs Spark takes: local, local[N], local[*], local[N,F], local-cluster[N,C,M], or a cluster's URL.
 _MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s|mesos)://\S+|yarn")
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows each option's default, but for an option that has none (None) or is a switch (False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _number(text: str, kind):

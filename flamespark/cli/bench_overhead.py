@@ -3,7 +3,8 @@ import argparse
 import json
 from pathlib import Path
 
-from flamespark.cli.arguments import non_negative_float, non_negative_int, percent, positive_int, spark_master
+from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent, positive_int,
+                                      spark_master)
 from flamespark.tools.overhead.settings import BASELINES, Settings
 
 DEFAULTS = Settings()
@@ -23,7 +24,7 @@ def add_parser(commands):
                     "written as an order-ignorant Spark stateful query (transformWithStateInPandas), both on one "
                     "SparkSession and the same replayed input; prints the runs and the ratio of wall times "
                     "(goal <= 1.1). Exit status 1 if a check fails (outputs, micro-batches, late events).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--events", type=positive_int, default=DEFAULTS.events, metavar="N", help="number of events")
     parser.add_argument("--keys", type=positive_int, default=DEFAULTS.keys, metavar="K", help="number of distinct keys")
     parser.add_argument("--spacing-ms", type=positive_int, default=DEFAULTS.spacing_ms, metavar="MS",

@@ -2,8 +2,8 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import (comma_separated, non_negative_float, non_negative_int, percent, positive_float,
-                                      positive_int)
+from flamespark.cli.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
+                                      percent, positive_float, positive_int)
 from flamespark.tools.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings
 
 DEFAULTS = Settings()
@@ -33,7 +33,7 @@ def add_parser(commands):
                "(sampled after every push), late = dropped events, then events/s per method (best of --repeat; "
                f"timings over {NO_REPEAT_SECONDS:g} s are not repeated) and the speedup of Impatience over the "
                "best other method.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--events", type=positive_int, default=argparse.SUPPRESS,
                         help=f"events per workload (default: {DEFAULTS.events:,}; with --quick {QUICK['events']:,})")
     parser.add_argument("--frequencies", type=comma_separated(positive_int), default=_listed(DEFAULTS.frequencies),

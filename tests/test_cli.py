@@ -323,6 +323,16 @@ def test_a_disorder_that_means_nothing_is_refused(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["bench-core", "docs.jsonl"], ["bench-overhead"], ["bench-state"]])
+def test_a_benchs_report_file_is_checked_before_its_work(command, tmp_path, capsys):
+    for out, message in [(tmp_path, f"{tmp_path} is a directory: give a file name"),
+                         (tmp_path / "no" / "r.json", f"{tmp_path / 'no' / 'r.json'}: no directory {tmp_path / 'no'}")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, "--out", str(out)])
+        assert exit_info.value.code == 2
+        assert f"argument --out: {message}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command, option", [
     ("run", "--follow"), ("run", "--changes"), ("disorder", "--stddev-ms D"), ("graph", "PATH.py:ATTR"), ("bench", "--sweep"),
     ("bench-overhead", "--baseline {key,shard}"), ("bench-sorters", "--frequencies F1,F2,..."),

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+from pathlib import Path
 
 PIPELINE_HELP = ("Python file and the Graph in it: ATTR names a Graph, or a function of no arguments that returns "
                  "one (default: graph)")
@@ -71,3 +73,17 @@ def spark_master(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"not a Spark master URL: {text!r} (e.g. local[*], local[2], spark://HOST:PORT, yarn, k8s://URL)")
     return text
+
+
+def report_file(text: str) -> Path:
+    """A file a command writes its report to once its work is done, checked before the work: its directory must
+    exist and be writable, and it must not be a directory itself."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no directory {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: directory {parent} is not writable")
+    return path

@@ -3,7 +3,7 @@ import json
 import sys
 from pathlib import Path
 
-from flamespark.cli.arguments import non_negative_int, positive_float, positive_int
+from flamespark.cli.arguments import non_negative_int, positive_float, positive_int, report_file
 from flamespark.core.errors import InputError
 
 # The examples sit beside the package in a checkout (an editable install runs from one).
@@ -45,7 +45,7 @@ def add_parser(commands):
     parser.add_argument("--changelog-rate", metavar="DOCS_PER_S", type=positive_float, default=10.0,
                         help="offered rate of the paced runs with the changelog, for its speculative latency "
                              "(default: %(default)s)")
-    parser.add_argument("--out", metavar="FILE", type=Path, help="also write the report as JSON here")
+    parser.add_argument("--out", metavar="FILE", type=report_file, help="also write the report as JSON here")
     parser.set_defaults(handler=command)
 
 

@@ -1,10 +1,9 @@
 """`flamespark bench-overhead`: FlameSpark's running count on Spark against an order-ignorant Spark query."""
 import argparse
 import json
-from pathlib import Path
 
 from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent, positive_int,
-                                      spark_master)
+                                      report_file, spark_master)
 from flamespark.tools.overhead.settings import BASELINES, Settings
 
 DEFAULTS = Settings()
@@ -48,7 +47,7 @@ def add_parser(commands):
                         help="shards of FlameSpark = Spark shuffle partitions")
     parser.add_argument("--conf", action="append", type=spark_setting, default=[], metavar="KEY=VALUE",
                         help="a Spark SQL setting applied to both queries (repeatable)")
-    parser.add_argument("--out", type=Path, metavar="FILE", help="write the report as JSON here")
+    parser.add_argument("--out", metavar="FILE", type=report_file, help="write the report as JSON here")
     parser.set_defaults(handler=command)
 
 

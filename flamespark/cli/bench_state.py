@@ -1,9 +1,8 @@
 """`flamespark bench-state`: whether a micro-batch's cost on Spark grows with the state held."""
 import json
 import sys
-from pathlib import Path
 
-from flamespark.cli.arguments import non_negative_int, positive_int, spark_master
+from flamespark.cli.arguments import non_negative_int, positive_int, report_file, spark_master
 
 
 def add_parser(commands):
@@ -33,7 +32,7 @@ def add_parser(commands):
                         help="Spark master URL (default: %(default)s)")
     parser.add_argument("--shards", type=positive_int, default=2,
                         help="shards = Spark shuffle partitions (default: %(default)s)")
-    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the report as JSON here")
+    parser.add_argument("--out", metavar="FILE", type=report_file, help="also write the report as JSON here")
     parser.set_defaults(handler=command)
 
 

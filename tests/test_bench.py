@@ -9,7 +9,6 @@ import flamespark as fs
 from examples.inverted_index import graph as inverted_index
 from flamespark.cli import main
 from flamespark.cli.bench import sweep_points
-from flamespark.engines.spark.session import check_java
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
 from flamespark.tools.bench import WARM_UP_EVENTS, Runs, modes_agree
@@ -214,10 +213,6 @@ def test_bad_sweeps_are_rejected(text):
 
 
 def test_scaling_runs_the_same_spark_run_on_each_master(tmp_path, events_file):
-    try:
-        check_java()
-    except fs.FlameSparkError as exc:
-        pytest.skip(str(exc))
     out, report = bench(tmp_path, events_file, "--scaling", "local[1],local[2]")
     scaling = report["scaling"]
     assert scaling["mode"] == "optimistic" and [run["master"] for run in scaling["runs"]] == ["local[1]", "local[2]"]

@@ -12,9 +12,7 @@ import threading
 
 import pytest
 
-pytest.importorskip("pyspark")  # the module lives in the Spark engine's package
-
-from flamespark.engines.spark.interrupt import interrupt_flag, quiet_interrupts  # noqa: E402
+from flamespark.engines.spark.interrupt import interrupt_flag, quiet_interrupts
 
 
 def test_sigint_only_sets_the_flag_inside_the_block():

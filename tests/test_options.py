@@ -88,7 +88,6 @@ def test_valid_options_are_kept_for_the_engine():
 
 
 def test_spark_options_are_run_sparks_keyword_arguments():
-    pytest.importorskip("pyspark")
     from flamespark.engines.spark.query import run_spark
 
     parameters = list(inspect.signature(run_spark).parameters)

@@ -8,17 +8,15 @@ import struct
 import pandas as pd
 import pytest
 
-pytest.importorskip("pyspark")
+from pyspark.serializers import PickleSerializer
+from pyspark.sql.streaming import StatefulProcessor
+from pyspark.sql.streaming.proto import StateMessage_pb2 as messages
+from pyspark.sql.streaming.stateful_processor_api_client import StatefulProcessorApiClient
+from pyspark.sql.types import BinaryType, StructField, StructType
 
-from pyspark.serializers import PickleSerializer  # noqa: E402
-from pyspark.sql.streaming import StatefulProcessor  # noqa: E402
-from pyspark.sql.streaming.proto import StateMessage_pb2 as messages  # noqa: E402
-from pyspark.sql.streaming.stateful_processor_api_client import StatefulProcessorApiClient  # noqa: E402
-from pyspark.sql.types import BinaryType, StructField, StructType  # noqa: E402
-
-from flamespark.core.errors import InternalError  # noqa: E402
-from flamespark.engines.spark.processors import pipelined, state_messages  # noqa: E402
-from flamespark.engines.spark.processors.pipelined import PipelinedMap  # noqa: E402
+from flamespark.core.errors import InternalError
+from flamespark.engines.spark.processors import pipelined, state_messages
+from flamespark.engines.spark.processors.pipelined import PipelinedMap
 
 # More keys than a chunk holds requests, and values that fill a chunk's bytes sooner.
 KEYS = pipelined.CHUNK_REQUESTS * 2 + 7

@@ -2,17 +2,14 @@
 from types import SimpleNamespace
 
 import msgpack
-import pytest
 
-pytest.importorskip("pyspark")
-
-from flamespark.core.codec import pack  # noqa: E402
-from flamespark.core.items import Item, Meta  # noqa: E402
-from flamespark.engines.spark.batch_time import batch_time  # noqa: E402
-from flamespark.engines.spark.collector import _handler_times  # noqa: E402
-from flamespark.engines.spark.processors.blob import HANDLER, BlobProcessor, handler, metric_row  # noqa: E402
-from flamespark.engines.spark.processors.pipelined import Stopwatch  # noqa: E402
-from flamespark.engines.spark.rows import COLUMNS, ITEMS, METRIC, OUT, Outbox, bundle_items, frame  # noqa: E402
+from flamespark.core.codec import pack
+from flamespark.core.items import Item, Meta
+from flamespark.engines.spark.batch_time import batch_time
+from flamespark.engines.spark.collector import _handler_times
+from flamespark.engines.spark.processors.blob import HANDLER, BlobProcessor, handler, metric_row
+from flamespark.engines.spark.processors.pipelined import Stopwatch
+from flamespark.engines.spark.rows import COLUMNS, ITEMS, METRIC, OUT, Outbox, bundle_items, frame
 
 
 def item(ts, payload, path=(0,), tombstone=False):

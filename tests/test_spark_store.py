@@ -3,21 +3,18 @@ import math
 from unittest import mock
 
 import msgpack
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("pyspark")
-
-from barrier.barrier import Barrier  # noqa: E402
-from flamespark.core.codec import pack  # noqa: E402
-from flamespark.core.items import Item  # noqa: E402
-from flamespark.engines.spark.processors import held  # noqa: E402
-from flamespark.engines.spark.processors.buckets import StageState  # noqa: E402
-from flamespark.engines.spark.rows import OUT, bundle_records, pack_meta  # noqa: E402
-from operators import DictState, StatefulLoop, WindowedGrouping  # noqa: E402
-from tests.graphs import running_sum_update  # noqa: E402
-from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombstone_of  # noqa: E402
+from barrier.barrier import Barrier
+from flamespark.core.codec import pack
+from flamespark.core.items import Item
+from flamespark.engines.spark.processors import held
+from flamespark.engines.spark.processors.buckets import StageState
+from flamespark.engines.spark.rows import OUT, bundle_records, pack_meta
+from operators import DictState, StatefulLoop, WindowedGrouping
+from tests.graphs import running_sum_update
+from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombstone_of
 
 
 class DictMap:

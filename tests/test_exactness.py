@@ -93,3 +93,21 @@ def test_recomputed_state_equal_to_the_old_stops_the_cascade():
     assert result.outputs["sums"] == [0, 3, 9, 18, 30]
     assert result.metrics["tombstones"] == 0
     assert result.metrics["arrived_at_barrier"] == 5
+
+
+@pytest.mark.parametrize("case, build, source", [(number_case(), graphs.running_sum, "numbers"),
+                                                 (document_case(), graphs.fanout_collector, "docs")],
+                         ids=["numbers", "documents"])
+def test_the_drawn_disorders_make_the_optimistic_mode_retract(case, build, source):
+    """The tests above are only as strong as their cases: a good share must make late items re-run state."""
+    replayed = []
+
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True)
+    @given(case=case)
+    def draw(case):
+        latency, _, arrival, every = case
+        result = fs.run(build(), {source: arrival}, reorder_latency=latency, punctuate_every=every)
+        replayed.append(result.metrics["tombstones"] > 0)
+
+    draw()
+    assert len(replayed) == 150 and sum(replayed) >= 150 // 4, f"{sum(replayed)} of {len(replayed)} retracted"

@@ -19,6 +19,7 @@ from examples.running_sum import graph as running_sum
 from flamespark.engines.spark import query
 from flamespark.io.inputs import read_input
 from tests.processes import wait_for
+from tests.reference import reference_run
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINE = "examples/running_sum.py:graph"
@@ -50,8 +51,9 @@ def split_into(directory: Path, events: list, parts: int, suffix: str):
         write_file(directory / f"part-{index}{suffix}", events[index * size:(index + 1) * size])
 
 
-def in_order_run(events: list):
-    return fs.run(running_sum, {"readings": [(e["ts"], e) for e in events]}, reorder_latency=LATENCY)
+def in_order_run(events: list) -> dict:
+    """The running sum's outputs by the in-order interpreter, over `events` in any order."""
+    return reference_run(running_sum, {"readings": [(e["ts"], e) for e in events]})
 
 
 def read_directory(directory: Path) -> list:
@@ -71,14 +73,14 @@ def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settin
     split_into(tmp_path / "in", arrival, 3, suffix)
     expected = in_order_run(arrival)
     assert fs.run(running_sum, {"readings": read_input("readings", tmp_path / "in")},
-                  reorder_latency=LATENCY).outputs == expected.outputs
+                  reorder_latency=LATENCY).outputs == expected
     fmt = suffix[1:]
     options = dict(engine="spark", spark=spark, shards=2, timeout=TIMEOUT, checkpoint=tmp_path / "ck",
                    output=tmp_path / "out", output_format=fmt)
 
     result = fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
-    assert result.outputs == expected.outputs and result.late == [] and result.metrics["events"] == 120
-    assert read_directory(tmp_path / "out" / "totals") == expected.outputs["totals"]
+    assert result.outputs == expected and result.late == [] and result.metrics["events"] == 120
+    assert read_directory(tmp_path / "out" / "totals") == expected["totals"]
     assert all(p.suffix == suffix for p in (tmp_path / "out" / "totals").iterdir())
 
     with monkeypatch.context() as patch:  # refused before a Spark session is asked for
@@ -94,7 +96,7 @@ def test_a_directory_gives_the_in_order_output_and_a_resume_refuses_other_settin
         fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
     claim.write_text(written)
     resumed = fs.run(running_sum, {"readings": tmp_path / "in"}, reorder_latency=LATENCY, **options)
-    assert resumed.outputs == expected.outputs
+    assert resumed.outputs == expected
     assert resumed.metrics["engine"]["batches"] == result.metrics["engine"]["batches"]
 
 
@@ -200,8 +202,8 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
     read = arrival[:60]
     final_up_to = max(e["ts"] for e in read) - LATENCY - 1
     released = read_directory(out / "totals")
-    assert released == [o for o in in_order_run(read).outputs["totals"] if o["ts"] <= final_up_to]
-    assert released == [o for o in in_order_run(arrival).outputs["totals"] if o["ts"] <= final_up_to]
+    assert released == [o for o in in_order_run(read)["totals"] if o["ts"] <= final_up_to]
+    assert released == [o for o in in_order_run(arrival)["totals"] if o["ts"] <= final_up_to]
     assert [dead["payload"] for dead in read_directory(out / "late")] == [late]
     assert json.loads((out / "metrics.json").read_text())["events"] == 60
 
@@ -211,7 +213,7 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
                               timeout=TIMEOUT)
     assert finished.returncode == 0, finished.stderr
     totals = [json.loads(line) for line in (out / "totals.jsonl").read_text().splitlines()]
-    assert totals == in_order_run(arrival).outputs["totals"]
+    assert totals == in_order_run(arrival)["totals"]
     assert [json.loads(line)["payload"] for line in (out / "late.jsonl").read_text().splitlines()] == [late]
 
 
@@ -251,8 +253,8 @@ def test_an_idle_source_stops_holding_back_the_other_after_the_idle_timeout(spar
             time.sleep(0.2)
 
     def in_order(events, up_to):
-        totals = fs.run(graph, {"a": [(e["ts"], e) for e in events if e["sensor"] == "a"],
-                                "b": [(e["ts"], e) for e in events if e["sensor"] == "b"]}).outputs["totals"]
+        totals = reference_run(graph, {"a": [(e["ts"], e) for e in events if e["sensor"] == "a"],
+                                       "b": [(e["ts"], e) for e in events if e["sensor"] == "b"]})["totals"]
         return [total for total in totals if total["ts"] <= up_to]
 
     runner = threading.Thread(target=follow)

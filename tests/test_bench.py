@@ -1,4 +1,5 @@
 """`flamespark bench`: report files, keys, equal outputs, sweep points; release delays on Spark."""
+import argparse
 import json
 import re
 from pathlib import Path
@@ -208,7 +209,7 @@ def test_a_warm_up_of_no_events_runs_nothing_and_a_negative_count_is_refused(tmp
 
 @pytest.mark.parametrize("text", ["percent=", "percent=5,x", "ratio=10", "percent=120"])
 def test_bad_sweeps_are_rejected(text):
-    with pytest.raises(Exception, match="percent"):
+    with pytest.raises(argparse.ArgumentTypeError, match="percent"):
         sweep_points(text)
 
 

@@ -30,7 +30,8 @@ def outputs(made) -> list:
 def test_an_item_after_every_step_decodes_only_the_last():
     kept = log_of(*(item(ts, 1) for ts in range(10)))
     log = stored(kept)
-    assert outputs(log.add(item(10, 5), OPERATOR.run)) == outputs(kept.add(item(10, 5), OPERATOR.run))
+    made = log.add(item(10, 5), OPERATOR.run)
+    assert outputs(made) == outputs(kept.add(item(10, 5), OPERATOR.run)) and len(made) == 1
     assert len(log.steps) == 1 and len(log.packed.times) == 10  # the tenth is also decoded on its own, as the base
     assert dump_log(log) == dump_log(kept)
 
@@ -41,6 +42,7 @@ def test_a_late_item_decodes_the_steps_from_its_event_time_on():
     late = item(13, 100)
     made = log.add(late, OPERATOR.run)
     assert outputs(made) == outputs(kept.add(late, OPERATOR.run))
+    assert len(made) == 7  # its total, and for each of the three after it a retraction and the new total
     assert [step.meta.ts for step in log.steps] == [13, 14, 16, 18] and log.packed.times == [0, 2, 4, 6, 8, 10, 12]
     assert dump_log(log) == dump_log(kept)
 

@@ -2,8 +2,8 @@
 import argparse
 import json
 
-from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent, positive_int,
-                                      report_file, spark_master)
+from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
+                                      positive_int, report_file, spark_master)
 from flamespark.tools.overhead.settings import BASELINES, Settings
 
 DEFAULTS = Settings()

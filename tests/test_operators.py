@@ -80,14 +80,14 @@ def window_changes(bucket, adds):
 
 @settings(max_examples=300, deadline=None)
 @given(
-    times=st.lists(st.integers(0, 30), unique=True, min_size=1, max_size=15),
+    times=st.lists(st.integers(0, 10), min_size=1, max_size=15),  # ties: equal times, told apart by payload
     transient=st.lists(st.booleans(), min_size=15, max_size=15),
     window=st.integers(1, 4),
     order=st.randoms(use_true_random=False),
 )
 def test_bucket_result_does_not_depend_on_arrival_order(times, transient, window, order):
     """Items, and tombstones cancelling some of them, in any order: the net windows are the in-order ones."""
-    items = [item(t, t * 10) for t in times]
+    items = [item(t, index) for index, t in enumerate(times)]
     cancelled = [i for i, gone in zip(items, transient) if gone]
     adds = items + [tombstone_of(i) for i in cancelled]
     order.shuffle(adds)

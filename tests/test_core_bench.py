@@ -65,6 +65,10 @@ def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):
         bench_core(docs, **{**examples, "sum_pipeline": tmp_path / "missing.py"}, progress=said.append)
     with pytest.raises(InputError, match="nothing.jsonl"):
         bench_core(tmp_path / "nothing.jsonl", **examples, progress=said.append)
+    write_jsonl(docs, [{"ts": 0, "doc_id": 0, "text": "a b"}, {"ts": 5, "text": "no id"}])
+    with pytest.raises(InputError, match=r"docs.jsonl: the document of ts 5 is not one inverted_index.py takes "
+                                         r"\(KeyError: 'doc_id'\)"):
+        bench_core(docs, **examples, progress=said.append)
     assert said == []  # no run had started
 
 

@@ -185,14 +185,23 @@ def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_
 
 
 def _check(docs: Path, index_pipeline: Path, sum_pipeline: Path):
-    """Fail before the first run, naming what is wrong: the documents (read whole, as every run reads them) and
-    what each example must offer the bench."""
-    _documents(docs)
+    """Fail before the first run, naming what is wrong: the documents (read whole, as every run reads them), what
+    each example must offer the bench, and each document as the index example's plain program takes it."""
+    documents = _documents(docs)
+    modules = {}
     for path, names in ((index_pipeline, ("graph", "in_order_index")), (sum_pipeline, ("graph", "readings"))):
-        module = load_module(path)
-        missing = [name for name in names if not hasattr(module, name)]
+        modules[path] = load_module(path)
+        missing = [name for name in names if not hasattr(modules[path], name)]
         if missing:
             raise InputError(f"{path} has no {' or '.join(missing)}, which bench-core needs of it")
+    in_order_index = modules[index_pipeline].in_order_index
+    for ts, document in documents:
+        try:
+            in_order_index([document])
+        except Exception as exc:
+            raise InputError(f"{docs}: the document of ts {ts} is not one {index_pipeline.name} takes "
+                             f"({type(exc).__name__}: {exc}); bench-core's documents are its pipeline's, as "
+                             f"examples/wiki_events.py writes them") from None
 
 
 def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:

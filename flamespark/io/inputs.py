@@ -262,11 +262,12 @@ def check_input_files(inputs: Mapping, follow: bool = False) -> None:
         if not is_path(given):
             continue
         path = Path(given)
-        if path.is_dir() and not follow and not event_files(path):
+        files = event_files(path) if path.is_dir() else None
+        if files == [] and not follow:
             raise InputError(f"input {source!r}: {path} holds no event files ({_not_event_files(path)}); "
                              f"give .jsonl files or .parquet files")
-        if path.is_dir() and directory_format(source, path) == "parquet":
-            for file in event_files(path):
+        if files and directory_format(source, path) == "parquet":
+            for file in files:
                 check_parquet_file(file)
         else:
             deque(_path_events(source, path), maxlen=0)

@@ -6,11 +6,15 @@ import string
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import flamespark as fs
 from flamespark.tools.disorder import disorder_events
+from tests.changelog_checks import check_changelog
 from tests.doctests import assert_runs, examples_of
 from tests.reference import reference_run
+from tests.strategies import disordered
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "enwiki-sample.xml.bz2"
@@ -112,6 +116,45 @@ def test_long_documents_span_every_collector_level(mode):
     ]
     assert result.outputs["index"][-1]["positions"] == [size + 6, 2 * size + 13]
     assert result.outputs == example.in_order_index([payload for _, payload in docs])
+
+
+VOCABULARY = words(3 * example.FAN_IN)
+
+
+@st.composite
+def document_text(draw) -> str:
+    """Up to twice FAN_IN and more distinct words, so that a document can span several collector nodes, from a
+    stretch of a small vocabulary that other documents overlap, in a drawn order, some repeated."""
+    size = draw(st.integers(0, 2 * example.FAN_IN + 4))
+    start = draw(st.integers(0, len(VOCABULARY) - size))
+    distinct = VOCABULARY[start:start + size]
+    turn = draw(st.integers(0, max(size - 1, 0)))
+    distinct = distinct[turn:] + distinct[:turn]
+    repeats = draw(st.lists(st.sampled_from(distinct), max_size=4)) if distinct else []
+    return " ".join(distinct + repeats)
+
+
+@st.composite
+def documents_in_order(draw):
+    """A few documents at strictly increasing times."""
+    texts = draw(st.lists(document_text(), min_size=3, max_size=8))
+    steps = draw(st.lists(st.integers(1, 3), min_size=len(texts), max_size=len(texts)))
+    return [doc(sum(steps[:i + 1]), i, text) for i, text in enumerate(texts)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_any_disorder_gives_what_the_plain_program_gives_in_order(mode, data):
+    """A collector node needs only its new words' parts and its last one, which it knows by its index: this holds
+    only if each node sees its parts in event-time order whatever the arrival order, as the engine promises."""
+    docs = data.draw(documents_in_order())
+    arrival = data.draw(disordered(docs, reorder_latency=12))
+    assume(arrival != docs)
+    result = fs.run(example.graph, {"docs": arrival}, mode=mode, reorder_latency=12, changes=mode == "optimistic")
+    assert result.outputs == example.in_order_index([payload for _, payload in docs])
+    if mode == "optimistic":
+        check_changelog(result, {"docs": arrival})
 
 
 PAGES = 100

@@ -37,6 +37,7 @@ from flamespark.engines.spark.partitioning import spark_partition, spread_keys
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.engines.spark.topology import Topology
 from flamespark.tools.runner import run_to_directory
+from examples import inverted_index
 from tests import graphs
 from tests.graphs import running_sum_update
 from tests.processes import wait_for
@@ -134,6 +135,25 @@ def test_a_late_event_in_a_later_batch_retracts_what_earlier_batches_computed(sp
     retracted = [change for change in result.changes["sums"] if change["op"] == "-"]
     assert sorted(change["payload"] for change in retracted) == [9, 18, 30]
     assert all(change["cause"] == {"source": "numbers", "ts": 15, "position": 4} for change in retracted)
+
+
+def test_the_inverted_index_retracts_across_batches_and_ends_as_the_plain_program(spark):
+    """The example's collector nodes know they are complete by their last part's index, which holds only if Spark
+    too applies each node's parts in event-time order when a late document re-runs them batches later."""
+    rnd = random.Random(3)
+    vocabulary = [chr(97 + number // 26) + chr(97 + number % 26) for number in range(130)]  # "aa", "ab", ...: letters only
+    docs = []
+    for doc_id in range(8):
+        text = vocabulary[doc_id * 12:doc_id * 12 + 45]  # 45 words, two collector nodes, 33 shared with the next
+        rnd.shuffle(text)
+        docs.append((doc_id * 10, {"ts": doc_id * 10, "doc_id": doc_id, "title": "", "text": " ".join(text)}))
+    arrival = [*docs[:2], *docs[3:7], docs[2], docs[7]]  # document 2 in the 4th batch, after 3 to 6 in the 2nd and 3rd
+    result = run_spark(inverted_index.graph, {"docs": arrival}, spark, reorder_latency=50, max_rows_per_batch=2,
+                       ingest_partitions=1, changes=True)
+    assert result.outputs == inverted_index.in_order_index([payload for _, payload in docs])
+    assert result.metrics["engine"]["batches"] >= 4
+    assert any(change["op"] == "-" for change in result.changes["docs"])
+    check_changelog(result, {"docs": arrival})
 
 
 def check_batch_files(out: Path, result):

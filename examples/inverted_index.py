@@ -14,10 +14,11 @@ posting, for the `index` sink, and, where the collectors need it, a part
 tagged `new` (first to contain the word) or not (a branch sends each on its
 way). The collectors count a document's new words in a tree (`FAN_IN` parts
 a node, `LEVELS` levels, then one collector per document). A stateful
-operator applies its key's items in event-time order, their parts in order
-of first occurrence, so a node knows it is complete when its last part comes
-(the one whose index ends its group): it needs only that part and those of
-new words, about a quarter of all parts on the Wikipedia sample. A late
+operator applies its key's items in event-time order, and one document's
+parts in the order of their index (their words' first occurrence), so a
+node knows it is complete when its last part comes (the one whose index
+ends its group): it needs only that part and those of new words, under a
+third of all parts on the Wikipedia sample. A late
 document changes `df` of every later document with its words, but `new` of
 at most the next one; a replay retracts only the outputs that change, so
 few changes reach the collectors, and each replays one node of at most

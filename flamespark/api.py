@@ -1,5 +1,6 @@
 """`flamespark.run`: one entry point for every engine."""
-from flamespark.io.inputs import check_input_files, check_input_names
+from flamespark.core.errors import LateEventError
+from flamespark.io.inputs import check_input_files, check_input_names, late_event_placed
 from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 
@@ -51,11 +52,18 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
 
 
 def run_with_options(graph, inputs, options: RunOptions) -> Result:
-    """`run` with its options and inputs already checked (a file input read through by `check_input_files`)."""
-    if options.engine == "local":
-        from flamespark.engines.local import LocalRun
+    """`run` with its options and inputs already checked (a file input read through by `check_input_files`); a
+    late event under `late="fail"` is named by its file and line too, where its source is a file."""
+    try:
+        if options.engine == "local":
+            from flamespark.engines.local import LocalRun
 
-        return LocalRun(graph, options).run(inputs)
-    from flamespark.engines.spark.query import run_spark
+            return LocalRun(graph, options).run(inputs)
+        from flamespark.engines.spark.query import run_spark
 
-    return run_spark(graph, inputs, options, **options.engine_options)
+        return run_spark(graph, inputs, options, **options.engine_options)
+    except LateEventError as exc:
+        placed = late_event_placed(exc, inputs)
+        if placed is exc:
+            raise
+        raise placed from None

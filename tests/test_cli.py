@@ -47,6 +47,26 @@ def test_run_writes_sinks_late_and_metrics(tmp_path, capsys):
     assert set(metrics["latency_ms"]) >= {"p50", "p75", "p95", "p99", "events", "wall_s", "batches"}
 
 
+def test_late_fail_names_the_late_events_file_and_line(tmp_path, capsys):
+    lines = readings((10, "a", 1), (30, "a", 2)) + [""] + readings((6, "a", 7))
+    code, out = run_cli(tmp_path, lines, "--reorder-latency", "15", "--late", "fail")
+    assert code == 1 and not (out / "metrics.json").exists()
+    assert capsys.readouterr().err.rstrip().endswith(
+        f"(position 2 in its arrival order) arrived after punctuation 14 (payload {{'ts': 6, 'sensor': 'a', "
+        f"'value': 7}}); raise the reorder latency or use the late policy drop or adjust (the event is line 4 of "
+        f"{tmp_path / 'events.jsonl'})")
+    # In a directory, files are read in name order: position 3 is the second line of the second file.
+    directory = tmp_path / "events"
+    directory.mkdir()
+    write_lines(directory / "1.jsonl", readings((10, "a", 1), (30, "a", 2)))
+    write_lines(directory / "2.jsonl", readings((31, "b", 1), (6, "a", 7)))
+    code = main(["run", PIPELINE, "--input", f"readings={directory}", "--out", str(tmp_path / "out2"),
+                 "--engine", "local", "--reorder-latency", "15", "--late", "fail"])
+    error = capsys.readouterr().err
+    assert code == 1 and "(position 3 in its arrival order)" in error
+    assert f"(the event is line 2 of {directory / '2.jsonl'})" in error
+
+
 def test_both_modes_write_the_same_outputs(tmp_path):
     lines = readings(*[(t, "ab"[t % 2], t) for t in (5, 1, 9, 3, 7, 2, 8)])
     _, optimistic = run_cli(tmp_path / "o", lines, "--reorder-latency", "10")

@@ -93,6 +93,17 @@ def test_a_parquet_directory_gives_rows_as_payloads(tmp_path):
     assert count_events(directory, "parquet") == len(READINGS)
 
 
+def test_a_late_event_under_fail_is_named_by_its_parquet_file_and_row(tmp_path):
+    directory = tmp_path / "in"
+    directory.mkdir()
+    pq.write_table(pa.Table.from_pylist(READINGS[:4]), directory / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(READINGS[4:] + [{"ts": 5, "sensor": "a", "value": 1}]),
+                   directory / "part-1.parquet")
+    with pytest.raises(fs.LateEventError, match=r"\(position 6 in its arrival order\) .* \(the event is row 2 of "
+                                                + str(directory / "part-1.parquet") + r"\)$"):
+        fs.run(running_sum, {"readings": directory}, reorder_latency=15, late="fail")
+
+
 @pytest.mark.parametrize("write,message", [
     (lambda path: pq.write_table(pa.Table.from_pylist([{"ts": 1}, {"ts": None}]), path),
      "{path}, row 1: 'ts' must be an integer \\(ms\\), got null"),

@@ -421,6 +421,20 @@ def test_late_fail_raises_naming_the_event_like_the_local_engine(spark):
         run_spark(graph, arrival, spark, late="fail", max_rows_per_batch=2, ingest_partitions=2)
 
 
+def test_late_fail_on_a_file_names_its_line_like_the_local_engine(spark, tmp_path):
+    events = tmp_path / "numbers.jsonl"
+    events.write_text('{"ts": 10, "value": 1}\n\n{"ts": 20, "value": 2}\n{"ts": 3, "value": 4}\n')
+    graph = fs.Graph("sum_of_values")
+    graph.source("numbers").map(lambda reading: reading["value"]).stateful(
+        key=lambda value: 0, update=running_sum_update).sink("sums")
+    with pytest.raises(fs.LateEventError) as local:
+        fs.run(graph, {"numbers": events}, late="fail")
+    with pytest.raises(fs.LateEventError) as on_spark:
+        run_spark(graph, {"numbers": events}, spark, late="fail", max_rows_per_batch=2, ingest_partitions=1)
+    assert str(on_spark.value) == str(local.value)
+    assert str(local.value).endswith(f"(the event is line 4 of {events})")
+
+
 def failing_update(state, value):
     if value == 3:
         raise ZeroDivisionError("no threes")

@@ -283,6 +283,12 @@ def _not_event_files(directory: Path) -> str:
 
 
 def _path_events(source: str, path: Path):
+    for _, _, ts, payload in _placed_events(source, path):
+        yield ts, payload
+
+
+def _placed_events(source: str, path: Path):
+    """`(file, line or row, ts, payload)` of each event of the file or directory `path`, in arrival order."""
     if path.is_dir():
         read = parquet_file_events if directory_format(source, path) == "parquet" else jsonl_file_events
         files = event_files(path)
@@ -292,8 +298,22 @@ def _path_events(source: str, path: Path):
     else:
         read, files = jsonl_file_events, [path]
     for file in files:
-        for _, ts, payload in read(file):
-            yield ts, payload
+        for number, ts, payload in read(file):
+            yield file, number, ts, payload
+
+
+def late_event_placed(error, inputs: Mapping):
+    """`error` (a LateEventError) with, where its event's source is a file or a directory, the file and the line
+    (or Parquet row) it is on; else `error` itself. Read only once a run has failed, so no run pays for it."""
+    event = error.event
+    if event is None or not is_path(inputs.get(event[0])):
+        return error
+    source, position = event
+    for index, (file, number, _, _) in enumerate(_placed_events(source, Path(inputs[source]))):
+        if index == position:
+            where = f"row {number}" if file.suffix == ".parquet" else f"line {number}"
+            return type(error)(f"{error} (the event is {where} of {file})")
+    return error
 
 
 def read_input(source: str, path) -> list:

@@ -178,13 +178,8 @@ class SourceProgress:
         """The time to process a late event at, or None if it is dropped."""
         punctuation = state.punctuation
         if self.late == "fail":
-            # Its position counts from 0, as in a changelog's cause: in a JSONL file with no blank line, its
-            # line less 1.
-            raise LateEventError(
-                f"event ts={ts} of source {source!r} (position {position} in its arrival order) arrived after "
-                f"punctuation {punctuation} (payload {payload!r}); raise the reorder latency or use the late "
-                f"policy drop or adjust"
-            )
+            # Its position counts from 0, as in a changelog's cause; a run from files adds the file and line.
+            raise LateEventError.of(source, ts, position, punctuation, payload)
         if self.late == "adjust":
             state.late_adjusted += 1
             return int(punctuation) + 1

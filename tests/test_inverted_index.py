@@ -123,8 +123,8 @@ VOCABULARY = words(3 * example.FAN_IN)
 
 @st.composite
 def document_text(draw) -> str:
-    """Up to twice FAN_IN and more distinct words, so that a document can span several collector nodes, from a
-    stretch of a small vocabulary that other documents overlap, in a drawn order, some repeated."""
+    """Up to 2 * FAN_IN + 4 distinct words, so that a document can span several collector nodes, from a stretch
+    of a small vocabulary that other documents overlap, in a drawn order, some repeated."""
     size = draw(st.integers(0, 2 * example.FAN_IN + 4))
     start = draw(st.integers(0, len(VOCABULARY) - size))
     distinct = VOCABULARY[start:start + size]

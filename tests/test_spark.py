@@ -141,7 +141,7 @@ def test_the_inverted_index_retracts_across_batches_and_ends_as_the_plain_progra
     """The example's collector nodes know they are complete by their last part's index, which holds only if Spark
     too applies each node's parts in event-time order when a late document re-runs them batches later."""
     rnd = random.Random(3)
-    vocabulary = [chr(97 + number // 26) + chr(97 + number % 26) for number in range(130)]  # "aa", "ab", ...: letters only
+    vocabulary = [chr(97 + number // 26) + chr(97 + number % 26) for number in range(130)]  # letters only: aa, ab
     docs = []
     for doc_id in range(8):
         text = vocabulary[doc_id * 12:doc_id * 12 + 45]  # 45 words, two collector nodes, 33 shared with the next

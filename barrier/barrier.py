@@ -92,8 +92,7 @@ class Barrier:
 
     def earliest(self):
         """The smallest event time held, or None."""
-        held = self.state.held
-        return held.min_ts if len(held) else None
+        return self.state.held.min_ts
 
     def push(self, sink: str, item):
         state = self.state

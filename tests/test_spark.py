@@ -138,8 +138,8 @@ def test_a_late_event_in_a_later_batch_retracts_what_earlier_batches_computed(sp
 
 
 def test_the_inverted_index_retracts_across_batches_and_ends_as_the_plain_program(spark):
-    """The example's collector nodes know they are complete by their last part's index, which holds only if Spark
-    too applies each node's parts in event-time order when a late document re-runs them batches later."""
+    """The example's collector nodes know they are complete by their last part's index, which relies on each node
+    seeing its parts in event-time order; here a late document re-runs them on Spark, batches later."""
     rnd = random.Random(3)
     vocabulary = [chr(97 + number // 26) + chr(97 + number % 26) for number in range(130)]  # letters only: aa, ab
     docs = []

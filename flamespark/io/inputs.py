@@ -283,23 +283,22 @@ def _not_event_files(directory: Path) -> str:
 
 
 def _path_events(source: str, path: Path):
-    for _, _, ts, payload in _placed_events(source, path):
-        yield ts, payload
+    read, files = _reader_and_files(source, path)
+    for file in files:
+        for _, ts, payload in read(file):
+            yield ts, payload
 
 
-def _placed_events(source: str, path: Path):
-    """`(file, line or row, ts, payload)` of each event of the file or directory `path`, in arrival order."""
+def _reader_and_files(source: str, path: Path):
+    """How to read the file or directory `path` (a function giving `(line or row, ts, payload)` per event of one
+    file) and its files, in arrival order."""
     if path.is_dir():
         read = parquet_file_events if directory_format(source, path) == "parquet" else jsonl_file_events
-        files = event_files(path)
-    elif path.suffix == ".parquet":
+        return read, event_files(path)
+    if path.suffix == ".parquet":
         raise InputError(f"input {source!r}: {path} is a Parquet file; give the directory that holds it (Parquet "
                          f"input is a directory of .parquet files, as Spark's file source reads it)")
-    else:
-        read, files = jsonl_file_events, [path]
-    for file in files:
-        for number, ts, payload in read(file):
-            yield file, number, ts, payload
+    return jsonl_file_events, [path]
 
 
 def late_event_placed(error, inputs: Mapping):
@@ -309,7 +308,9 @@ def late_event_placed(error, inputs: Mapping):
     if event is None or not is_path(inputs.get(event[0])):
         return error
     source, position = event
-    for index, (file, number, _, _) in enumerate(_placed_events(source, Path(inputs[source]))):
+    read, files = _reader_and_files(source, Path(inputs[source]))
+    events = ((file, number) for file in files for number, _, _ in read(file))
+    for index, (file, number) in enumerate(events):
         if index == position:
             where = f"row {number}" if file.suffix == ".parquet" else f"line {number}"
             return type(error)(f"{error} (the event is {where} of {file})")

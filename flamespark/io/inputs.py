@@ -13,6 +13,7 @@ import json
 import os
 from collections import deque
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 
 from flamespark.core.errors import InputError
@@ -310,11 +311,12 @@ def late_event_placed(error, inputs: Mapping):
     source, position = event
     read, files = _reader_and_files(source, Path(inputs[source]))
     events = ((file, number) for file in files for number, _, _ in read(file))
-    for index, (file, number) in enumerate(events):
-        if index == position:
-            where = f"row {number}" if file.suffix == ".parquet" else f"line {number}"
-            return type(error)(f"{error} (the event is {where} of {file})")
-    return error
+    found = next(islice(events, position, None), None)
+    if found is None:
+        return error
+    file, number = found
+    where = f"row {number}" if file.suffix == ".parquet" else f"line {number}"
+    return type(error)(f"{error} (the event is {where} of {file})")
 
 
 def read_input(source: str, path) -> list:

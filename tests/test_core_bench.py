@@ -1,11 +1,11 @@
-"""`flamespark bench-core` on a few documents: every figure is there and every pair of outputs is checked equal."""
+"""`benchmarks/core.py` on a few documents: every figure is there and every pair of outputs is checked equal."""
 from pathlib import Path
 
 import pytest
 
+from benchmarks.lib.core_bench import bench_core, table
 from flamespark.core.errors import InputError
 from flamespark.io.jsonl import write_jsonl
-from flamespark.tools.core_bench import bench_core, table
 from flamespark.tools.loader import load_module
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -59,27 +59,26 @@ def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):
     write_jsonl(docs, [{"ts": 0, "doc_id": 0, "text": "a b"}])
     said = []
     examples = {"index_pipeline": EXAMPLES / "inverted_index.py", "sum_pipeline": EXAMPLES / "running_sum.py"}
-    with pytest.raises(InputError, match="running_sum.py has no in_order_index, which bench-core needs of it"):
-        bench_core(docs, **{**examples, "index_pipeline": EXAMPLES / "running_sum.py"}, progress=said.append)
+    with pytest.raises(InputError, match="running_sum.py has no in_order_index, which benchmarks/core.py needs of it"):
+        bench_core(docs, **{**examples, "index_pipeline": EXAMPLES / "running_sum.py"}, say=said.append)
     with pytest.raises(InputError, match="missing.py"):
-        bench_core(docs, **{**examples, "sum_pipeline": tmp_path / "missing.py"}, progress=said.append)
+        bench_core(docs, **{**examples, "sum_pipeline": tmp_path / "missing.py"}, say=said.append)
     with pytest.raises(InputError, match="nothing.jsonl"):
-        bench_core(tmp_path / "nothing.jsonl", **examples, progress=said.append)
+        bench_core(tmp_path / "nothing.jsonl", **examples, say=said.append)
     write_jsonl(docs, [{"ts": 0, "doc_id": 0, "text": "a b"}, {"ts": 5, "text": "no id"}])
     with pytest.raises(InputError, match=r"docs.jsonl: the document of ts 5 is not one inverted_index.py takes "
                                          r"\(KeyError: 'doc_id'\)"):
-        bench_core(docs, **examples, progress=said.append)
+        bench_core(docs, **examples, say=said.append)
     assert said == []  # no run had started
 
 
 def test_the_command_finds_the_examples_from_any_directory_and_names_the_option_for_a_missing_one(
         tmp_path, monkeypatch, capsys):
-    from flamespark.cli import build_parser, main
+    from benchmarks.core import build_parser, main
 
     monkeypatch.chdir(tmp_path)
-    args = build_parser().parse_args(["bench-core", "docs.jsonl"])
+    args = build_parser().parse_args(["docs.jsonl"])
     assert args.index_pipeline == EXAMPLES / "inverted_index.py" and args.sum_pipeline == EXAMPLES / "running_sum.py"
     write_jsonl(tmp_path / "docs.jsonl", [{"ts": 0, "doc_id": 0, "text": "a b"}])
-    assert main(["bench-core", "docs.jsonl", "--sum-pipeline", "gone.py"]) == 1
-    assert "gone.py: no such file; the examples come with the repository's checkout, so give their path with " \
-           "--sum-pipeline" in capsys.readouterr().err
+    assert main(["docs.jsonl", "--sum-pipeline", "gone.py"]) == 1
+    assert "benchmarks/core.py: error: --sum-pipeline gone.py: no such file" in capsys.readouterr().err

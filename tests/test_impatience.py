@@ -312,7 +312,7 @@ def test_one_run_flushed_as_it_grows(steps):
 
 
 def test_bench_sorters_agree():
-    from flamespark.tools import sorter_bench as bench
+    from benchmarks.lib import sorter_bench as bench
 
     for name, ts in [
         ("synthetic", bench.synthetic(3000, np.random.default_rng(5), d=20)),
@@ -329,7 +329,7 @@ def test_bench_sorters_agree():
 
 
 def test_bench_plan_stats():
-    from flamespark.tools import sorter_bench as bench
+    from benchmarks.lib import sorter_bench as bench
 
     ts = bench.synthetic(500, np.random.default_rng(2), d=15)
     latency = 10
@@ -356,20 +356,20 @@ def test_bench_plan_stats():
 
 
 def test_bench_sorters_command_runs(capsys):
-    from flamespark.cli import main
+    from benchmarks.sorters import main
 
-    assert main(["bench-sorters", "--events", "3000", "--frequencies", "10,1000", "--repeat", "1"]) == 0
+    assert main(["--events", "3000", "--frequencies", "10,1000", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "speedup" in out and out.count("synthetic") >= 2
     # --quick sets the sizes not given: an explicit --events still counts.
-    assert main(["bench-sorters", "--quick", "--events", "3000", "--frequencies", "1000", "--workloads",
+    assert main(["--quick", "--events", "3000", "--frequencies", "1000", "--workloads",
                  "synthetic"]) == 0
     assert capsys.readouterr().out.startswith("# 3,000 events per workload, seed 1, best of 1,")
 
 
 def test_bench_run_returns_rows_and_refuses_a_wrong_sorter(monkeypatch):
     from flamespark.core.errors import InternalError, OptionError
-    from flamespark.tools import sorter_bench as bench
+    from benchmarks.lib import sorter_bench as bench
 
     settings = bench.Settings(events=2000, frequencies=(10, 100), repeat=1, methods=("impatience", "heapq"))
     rows = bench.run(settings)

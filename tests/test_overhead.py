@@ -3,11 +3,11 @@ import json
 
 import pytest
 
+from benchmarks.lib.overhead import baseline, query_reports, workload
+from benchmarks.lib.overhead.settings import Settings
+from benchmarks.overhead import main
 import flamespark as fs
-from flamespark.cli import main
 from flamespark.io.jsonl import write_jsonl
-from flamespark.tools.overhead import baseline, progress, workload
-from flamespark.tools.overhead.settings import Settings
 
 EVENTS = 200
 BATCH_ROWS = 120  # 200 events and the end marker: two micro-batches
@@ -29,7 +29,7 @@ def test_flamespark_and_baseline_emit_one_count_per_event(spark, tmp_path):
     events_path, replay_path = tmp_path / "events.jsonl", tmp_path / "events.replay"
     write_jsonl(events_path, events)
     assert baseline.write_baseline_input(replay_path, events) == EVENTS
-    listener = progress.ProgressListener()
+    listener = query_reports.QueryReportListener()
     spark.streams.addListener(listener)
     try:
         a = workload.run_flamespark(spark, events_path, EVENTS, BATCH_ROWS, workload.max_lag(events), 2, listener)
@@ -38,14 +38,14 @@ def test_flamespark_and_baseline_emit_one_count_per_event(spark, tmp_path):
         spark.streams.removeListener(listener)
     assert a["outputs"] == EVENTS and a["late"] == 0
     assert b["outputs"] == EVENTS
-    assert a["batches"] == b["batches"] == len(a["progress"]) == len(b["progress"]) == 2
-    split = progress.summarize(a, workload.FLAMESPARK_OPERATORS)["time"]
+    assert a["batches"] == b["batches"] == len(a["reports"]) == len(b["reports"]) == 2
+    split = query_reports.summarize(a, workload.FLAMESPARK_OPERATORS)["time"]
     assert split["micro_batches"] == 2 and len(split["batches"][0]["operators"]) == 1
 
 
 def test_cli_writes_a_report_with_the_ratio_and_passing_checks(spark, tmp_path, capsys):
     out = tmp_path / "overhead.json"
-    status = main(["bench-overhead", "--events", "150", "--keys", "5", "--batch-rows", "80", "--repeat", "1",
+    status = main(["--events", "150", "--keys", "5", "--batch-rows", "80", "--repeat", "1",
                    "--warmup-events", "20", "--out", str(out)])
     report = json.loads(out.read_text())
     assert status == 0 and all(report["checks"].values())
@@ -64,7 +64,7 @@ def test_cli_writes_a_report_with_the_ratio_and_passing_checks(spark, tmp_path, 
 ])
 def test_bad_options_are_named(argv, message, capsys):
     with pytest.raises(SystemExit) as raised:
-        main(["bench-overhead", *argv])
+        main(argv)
     assert raised.value.code == 2 and message in capsys.readouterr().err
 
 

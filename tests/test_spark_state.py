@@ -11,13 +11,13 @@ import time
 from functools import partial
 from pathlib import Path
 
+from benchmarks.lib import state_bench
+from benchmarks.lib.overhead.workload import count_graph
+from benchmarks.state import main
 import flamespark as fs
-from flamespark.cli import main
 from flamespark.engines.spark import query
 from flamespark.engines.spark.processors import StageProcessor
 from flamespark.engines.spark.rows import ITEMS, bundle_items, concat
-from flamespark.tools import state_bench
-from flamespark.tools.overhead.workload import count_graph
 
 EVENTS, PER_BATCH = 60, 10
 
@@ -105,7 +105,7 @@ def test_a_batch_reads_and_writes_only_the_keys_of_its_rows(spark, tmp_path, mon
 
 def test_bench_state_reports_the_thirds_of_a_small_run(spark, tmp_path, capsys):
     out = tmp_path / "state.json"
-    assert main(["bench-state", "--events", "40", "--keys", "8", "--state-bytes", "5", "--batch-rows", "10",
+    assert main(["--events", "40", "--keys", "8", "--state-bytes", "5", "--batch-rows", "10",
                  "--warmup-batches", "1", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["outputs"] == 40 and len(report["batches"]) >= 4

@@ -1,6 +1,6 @@
 """FlameSpark's overhead on Spark against an order-ignorant stateful query (issue 3).
 
-    flamespark bench-overhead [--events N] [--keys K] [--batch-rows R] [--repeat 2] [--out report.json]
+    python benchmarks/overhead.py [--events N] [--keys K] [--batch-rows R] [--repeat 2] [--out report.json]
 
 or `benchmark.benchmark(settings.Settings(events=..., keys=..., ...))`, which returns the report.
 
@@ -25,7 +25,7 @@ the report has every run, the medians and the ratio A/B of query wall time
 Spark's own progress reports.
 
 Modules: `settings` (what to run), `workload` (the input and query A),
-`baseline` (query B), `progress` (Spark's progress reports and the time
+`baseline` (query B), `query_reports` (Spark's progress reports and the time
 split), `benchmark` (the runs) and `report` (ratio, checks, table); the
-command line is `flamespark.cli.bench_overhead`.
+command line is `benchmarks/overhead.py`.
 """

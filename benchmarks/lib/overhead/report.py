@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import statistics
 
+from benchmarks.lib.overhead.settings import Settings
 from flamespark.tools.machine import machine
-from flamespark.tools.overhead.settings import Settings
 
 GOAL = 1.1  # the target: FlameSpark's wall time at most 1.1x the order-ignorant query's
 

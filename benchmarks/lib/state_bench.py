@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 import time
 from functools import partial
 from pathlib import Path
 
+from benchmarks.lib.overhead.query_reports import QueryReportListener
+from benchmarks.lib.overhead.workload import key_of
 from flamespark.api import run
 from flamespark.engines.spark.batch_time import stateful_operators
 from flamespark.engines.spark.session import spark_session
 from flamespark.graph import Graph
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.machine import machine
-from flamespark.tools.overhead.progress import ProgressListener
-from flamespark.tools.overhead.workload import key_of
 
 GOAL = 1.2
 
@@ -62,7 +61,7 @@ def thirds(batch_ms: list) -> dict:
     return {"first_third_ms": first, "last_third_ms": last, "ratio": last / first if first else None}
 
 
-def _batches(progress: list) -> list:
+def _batches(reports: list) -> list:
     """Per micro-batch: its rows, `triggerExecution` ms, and per stateful operator (source first) update and
     commit ms and the state rows it holds."""
     return [{
@@ -71,7 +70,7 @@ def _batches(progress: list) -> list:
         "ms": report.get("durationMs", {}).get("triggerExecution", 0),
         "operators": [[state.get("allUpdatesTimeMs", 0), state.get("commitTimeMs", 0), state.get("numRowsTotal", 0)]
                       for state in stateful_operators(report)],
-    } for report in progress if "durationMs" in report]
+    } for report in reports if "durationMs" in report]
 
 
 def _count(spark, path: Path, state_bytes: int, batch_rows: int, reorder_latency: int, shards: int):
@@ -98,7 +97,7 @@ def state_bench(events: int = 30_000, state_bytes: int = 0, batch_rows: int = 10
         if warmup_batches:
             say(f"warming up on {warmup_batches} batches")
             _count(spark, warm, state_bytes, batch_rows, reorder_latency, shards)
-        listener = ProgressListener()
+        listener = QueryReportListener()
         spark.streams.addListener(listener)
         try:
             listener.expect(f"flamespark_{state_graph(state_bytes).name}")
@@ -106,10 +105,10 @@ def state_bench(events: int = 30_000, state_bytes: int = 0, batch_rows: int = 10
             started = time.perf_counter()
             result = _count(spark, path, state_bytes, batch_rows, reorder_latency, shards)
             wall_s = time.perf_counter() - started
-            progress = listener.wait()
+            reports = listener.wait()
         finally:
             spark.streams.removeListener(listener)
-    batches = _batches(progress)
+    batches = _batches(reports)
     return {
         "benchmark": "batch time against state held: running count over events of distinct keys, or cycling over "
                      "keys (issue 11)",
@@ -151,16 +150,3 @@ def table(report: dict) -> str:
 def _events_and_keys(events: int, keys: int) -> str:
     return f"{events:,} events of distinct keys" if keys in (None, events) else f"{events:,} events over {keys:,} keys"
 
-
-def main():
-    """Print the table of `python -m flamespark.tools.state_bench [EVENTS [STATE_BYTES]]`, the defaults
-    otherwise: to run the same bench in another checkout."""
-    events = int(sys.argv[1]) if len(sys.argv) > 1 else 30_000
-    state_bytes = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    report = state_bench(events, state_bytes,
-                         say=lambda text: print(f"bench-state: {text}", file=sys.stderr, flush=True))
-    print(table(report), end="")
-
-
-if __name__ == "__main__":
-    main()

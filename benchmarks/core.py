@@ -1,18 +1,26 @@
-"""`flamespark bench-core`: the local engine's per-item cost against plain Python, and under load."""
+"""The local engine's per-item cost against plain Python, and under load (see `benchmarks.lib.core_bench`).
+
+    python benchmarks/core.py DOCS.jsonl [--repeat 3] [--out report.json]
+"""
+import argparse
 import json
 import sys
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as `python benchmarks/core.py`: import this checkout's packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.lib.script import run_script
 from flamespark.cli.arguments import non_negative_int, positive_float, positive_int, report_file
 from flamespark.core.errors import InputError
 
-# The examples sit beside the package in a checkout (an editable install runs from one).
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# The benchmarks run from a checkout, where the examples sit beside them.
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
-def add_parser(commands):
-    parser = commands.add_parser(
-        "bench-core", help="the local engine against plain Python on the inverted index, paced and overloaded",
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/core.py",
         description="On one file of documents (the inverted-index example's input), in one run: the local engine "
                     "in order against the example's plain Python program (in_order_index) and the ratio of their "
                     "median times, wall and CPU, over --repeat alternating pairs; both modes paced at --rate "
@@ -22,10 +30,12 @@ def add_parser(commands):
                     "Each run has a process of its own, so its peak memory is its own.")
     parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
                         help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
-    parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path, default=EXAMPLES / "inverted_index.py",
+    parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path,
+                        default=REPOSITORY / "examples" / "inverted_index.py",
                         help="the inverted-index example, with its in_order_index (default: the checkout's "
                              "examples/inverted_index.py)")
-    parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path, default=EXAMPLES / "running_sum.py",
+    parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path,
+                        default=REPOSITORY / "examples" / "running_sum.py",
                         help="the running-sum example, with its readings() (default: the checkout's "
                              "examples/running_sum.py)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=3000,
@@ -46,24 +56,31 @@ def add_parser(commands):
                         help="offered rate of the paced runs with the changelog, for its speculative latency "
                              "(default: %(default)s)")
     parser.add_argument("--out", metavar="FILE", type=report_file, help="also write the report as JSON here")
-    parser.set_defaults(handler=command)
+    return parser
 
 
 def command(args) -> int:
+    from benchmarks.lib.core_bench import bench_core, table
     from flamespark.io.atomic import write_atomic
-    from flamespark.tools.core_bench import bench_core, table
 
     def say(text):
-        print(f"bench-core: {text}", file=sys.stderr, flush=True)
+        print(f"core: {text}", file=sys.stderr, flush=True)
 
     for option, path in (("--index-pipeline", args.index_pipeline), ("--sum-pipeline", args.sum_pipeline)):
         if not path.is_file():
-            raise InputError(f"{path}: no such file; the examples come with the repository's checkout, so give "
-                             f"their path with {option}")
+            raise InputError(f"{option} {path}: no such file")
     report = bench_core(args.docs, index_pipeline=args.index_pipeline, sum_pipeline=args.sum_pipeline,
                         reorder_latency=args.reorder_latency, rate=args.rate, overload_rate=args.overload_rate,
-                        readings=args.readings, repeat=args.repeat, changelog_rate=args.changelog_rate, progress=say)
+                        readings=args.readings, repeat=args.repeat, changelog_rate=args.changelog_rate, say=say)
     print(table(report), end="")
     if args.out:
         write_atomic(args.out, json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def main(argv=None) -> int:
+    return run_script(build_parser(), command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,11 +13,11 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor
 
+from benchmarks.lib.overhead.settings import BASELINES
 from flamespark.core.codec import pack
 from flamespark.engines.spark.replay import ReplaySource, write_replay_file
 from flamespark.engines.spark.rows import EVENT
 from flamespark.io.atomic import write_atomic
-from flamespark.tools.overhead.settings import BASELINES
 BASELINE_SCHEMA = "key STRING, count LONG, ts LONG"
 
 
@@ -134,8 +134,8 @@ def run_baseline(spark, replay_path, events: int, max_rows: int | None, baseline
         wall_s = time.perf_counter() - query_started
         outputs, batches = writer.outputs(), writer.batches()
         total_s = time.perf_counter() - started
-        progress = listener.wait()
+        reports = listener.wait()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return {"query": f"baseline-{baseline}", "wall_s": wall_s, "total_s": total_s, "events": events,
-            "outputs": outputs, "batches": batches, "progress": progress}
+            "outputs": outputs, "batches": batches, "reports": reports}

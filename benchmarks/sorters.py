@@ -1,10 +1,18 @@
-"""`flamespark bench-sorters`: online sorters (Impatience, a heap, sort-then-merge) on out-of-order streams."""
+"""Online sorters (Impatience, a heap, sort-then-merge) on out-of-order streams (see `benchmarks.lib.sorter_bench`).
+
+    python benchmarks/sorters.py [--events N] [--frequencies 10,100,...] [--quick]
+"""
 import argparse
 import sys
+from pathlib import Path
 
+if __package__ in (None, ""):  # run as `python benchmarks/sorters.py`: import this checkout's packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.lib.script import run_script
+from benchmarks.lib.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings, format_table, run
 from flamespark.cli.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_float, positive_int)
-from flamespark.tools.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings
 
 DEFAULTS = Settings()
 
@@ -18,9 +26,9 @@ def _listed(values) -> str:
 QUICK = {"events": 100_000, "repeat": 1}
 
 
-def add_parser(commands):
-    parser = commands.add_parser(
-        "bench-sorters", help="the Impatience sorter against a heap and sort-then-merge buffers",
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/sorters.py",
         description="Events/s of online sorters on out-of-order streams with punctuations: Impatience sort, a "
                     "heapq heap, and the paper's sort-then-merge buffers (sort+merge). A punctuation follows every "
                     "F events with T = (max ts seen) - (reorder latency); events with ts <= the previous T are late "
@@ -60,18 +68,24 @@ def add_parser(commands):
                         help="sources: mean number of consecutive arrivals from one source")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default=DEFAULTS.clock,
                         help="cpu: this process's CPU time (steadier on a busy machine); wall: elapsed time")
-    parser.set_defaults(handler=command)
+    return parser
 
 
 def command(args) -> int:
-    from flamespark.tools.sorter_bench import format_table, run
-
     sizes = QUICK if args.quick else {"events": DEFAULTS.events, "repeat": DEFAULTS.repeat}
     settings = Settings(events=getattr(args, "events", sizes["events"]),
                         repeat=getattr(args, "repeat", sizes["repeat"]),
                         frequencies=args.frequencies, seed=args.seed, workloads=args.workloads, methods=args.methods,
                         percent=args.percent, stddev=args.stddev, sources=args.sources, skew=args.skew,
                         burst=args.burst, clock=args.clock)
-    rows = run(settings, progress=lambda text: print(text, file=sys.stderr, flush=True))
+    rows = run(settings, say=lambda text: print(text, file=sys.stderr, flush=True))
     print(format_table(rows, settings))
     return 0
+
+
+def main(argv=None) -> int:
+    return run_script(build_parser(), command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

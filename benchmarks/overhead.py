@@ -1,10 +1,19 @@
-"""`flamespark bench-overhead`: FlameSpark's running count on Spark against an order-ignorant Spark query."""
+"""FlameSpark's running count on Spark against an order-ignorant Spark query (see `benchmarks.lib.overhead`).
+
+    python benchmarks/overhead.py [--events N] [--keys K] [--repeat 2] [--out report.json]
+"""
 import argparse
 import json
+import sys
+from pathlib import Path
 
+if __package__ in (None, ""):  # run as `python benchmarks/overhead.py`: import this checkout's packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.lib.overhead.settings import BASELINES, Settings
+from benchmarks.lib.script import run_script
 from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
                                       positive_int, report_file, spark_master)
-from flamespark.tools.overhead.settings import BASELINES, Settings
 
 DEFAULTS = Settings()
 
@@ -16,9 +25,9 @@ def spark_setting(text: str) -> tuple[str, str]:
     return key, value
 
 
-def add_parser(commands):
-    parser = commands.add_parser(
-        "bench-overhead", help="FlameSpark's overhead on Spark against an order-ignorant stateful query",
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/overhead.py",
         description="Events/s of a per-key running count through FlameSpark on Spark against the same count "
                     "written as an order-ignorant Spark stateful query (transformWithStateInPandas), both on one "
                     "SparkSession and the same replayed input; prints the runs and the ratio of wall times "
@@ -48,13 +57,13 @@ def add_parser(commands):
     parser.add_argument("--conf", action="append", type=spark_setting, default=[], metavar="KEY=VALUE",
                         help="a Spark SQL setting applied to both queries (repeatable)")
     parser.add_argument("--out", metavar="FILE", type=report_file, help="write the report as JSON here")
-    parser.set_defaults(handler=command)
+    return parser
 
 
 def command(args) -> int:
-    from flamespark.io.jsonl import write_atomic
-    from flamespark.tools.overhead.benchmark import benchmark, say
-    from flamespark.tools.overhead.report import table
+    from benchmarks.lib.overhead.benchmark import benchmark, say
+    from benchmarks.lib.overhead.report import table
+    from flamespark.io.atomic import write_atomic
 
     settings = Settings(events=args.events, keys=args.keys, spacing_ms=args.spacing_ms, percent=args.percent,
                         stddev_ms=args.stddev_ms, seed=args.seed, batch_rows=args.batch_rows, repeat=args.repeat,
@@ -66,3 +75,11 @@ def command(args) -> int:
         say(f"report in {args.out}")
     print(table(report))
     return 0 if all(report["checks"].values()) else 1
+
+
+def main(argv=None) -> int:
+    return run_script(build_parser(), command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -161,10 +161,10 @@ def _in_child(function, *args) -> dict:
 def bench_core(docs: Path, *, index_pipeline: Path, sum_pipeline: Path, reorder_latency: int = 3000,
                rate: float = 20.0, overload_rate: float = 200.0, readings: int = 100_000,
                disorders: tuple = (Disorder(30, 1000), Disorder(30, 100)), repeat: int = 3,
-               changelog_rate: float = 10.0, progress=None) -> dict:
+               changelog_rate: float = 10.0, say=None) -> dict:
     """Run every measurement of the core benchmark and return the report (see the module docstring)."""
     _check(docs, index_pipeline, sum_pipeline)
-    say = progress or (lambda text: None)
+    say = say or (lambda text: None)
     in_order = _in_order(index_pipeline, docs, reorder_latency, repeat, say)
     report = {
         "documents": in_order["engine"]["documents"],
@@ -193,14 +193,14 @@ def _check(docs: Path, index_pipeline: Path, sum_pipeline: Path):
         modules[path] = load_module(path)
         missing = [name for name in names if not hasattr(modules[path], name)]
         if missing:
-            raise InputError(f"{path} has no {' or '.join(missing)}, which bench-core needs of it")
+            raise InputError(f"{path} has no {' or '.join(missing)}, which benchmarks/core.py needs of it")
     in_order_index = modules[index_pipeline].in_order_index
     for ts, document in documents:
         try:
             in_order_index([document])
         except Exception as exc:
             raise InputError(f"{docs}: the document of ts {ts} is not one {index_pipeline.name} takes "
-                             f"({type(exc).__name__}: {exc}); bench-core's documents are its pipeline's, as "
+                             f"({type(exc).__name__}: {exc}); the benchmark's documents are its pipeline's, as "
                              f"examples/wiki_events.py writes them") from None
 
 

@@ -7,8 +7,8 @@ import time
 import numpy as np
 
 from flamespark.api import run
-from flamespark.tools.disorder import disorder_events
 from flamespark.graph import Graph
+from flamespark.tools.disorder import disorder_events
 
 # The stateful operators of FlameSpark's query for the running count, in plan order.
 FLAMESPARK_OPERATORS = ["stage 1 + barrier"]
@@ -57,7 +57,7 @@ def run_flamespark(spark, events_path, events: int, max_rows: int, reorder_laten
     result = run(count_graph(), {"events": events_path}, engine="spark", spark=spark, shards=shards,
                  max_rows_per_batch=max_rows, reorder_latency=reorder_latency, late="fail", progress=False)
     total_s = time.perf_counter() - started
-    progress = listener.wait()
+    reports = listener.wait()
     metrics = result.metrics
     return {
         "query": "flamespark",
@@ -70,5 +70,5 @@ def run_flamespark(spark, events_path, events: int, max_rows: int, reorder_laten
         "tombstones": metrics["tombstones"],
         "peak_buffered": metrics["peak_buffered"],
         "batches": metrics["engine"]["batches"],
-        "progress": progress,
+        "reports": reports,
     }

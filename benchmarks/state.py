@@ -1,13 +1,22 @@
-"""`flamespark bench-state`: whether a micro-batch's cost on Spark grows with the state held."""
+"""Whether a micro-batch's cost on Spark grows with the state held (see `benchmarks.lib.state_bench`).
+
+    python benchmarks/state.py [--events N] [--keys K] [--state-bytes B] [--out report.json]
+"""
+import argparse
 import json
 import sys
+from pathlib import Path
 
+if __package__ in (None, ""):  # run as `python benchmarks/state.py`: import this checkout's packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.lib.script import run_script
 from flamespark.cli.arguments import non_negative_int, positive_int, report_file, spark_master
 
 
-def add_parser(commands):
-    parser = commands.add_parser(
-        "bench-state", help="batch time on Spark against state held: a running count over distinct keys",
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/state.py",
         description="A running count on Spark over N in-order events, each of a key of its own, a fixed number a "
                     "micro-batch: the state grows by one key an event while every batch brings the same rows. "
                     "Prints every batch's time (Spark's triggerExecution, and each stateful operator's update and "
@@ -33,18 +42,26 @@ def add_parser(commands):
     parser.add_argument("--shards", type=positive_int, default=2,
                         help="shards = Spark shuffle partitions (default: %(default)s)")
     parser.add_argument("--out", metavar="FILE", type=report_file, help="also write the report as JSON here")
-    parser.set_defaults(handler=command)
+    return parser
 
 
 def command(args) -> int:
+    from benchmarks.lib.state_bench import state_bench, table
     from flamespark.io.atomic import write_atomic
-    from flamespark.tools.state_bench import state_bench, table
 
     report = state_bench(args.events, args.state_bytes, batch_rows=args.batch_rows, spacing_ms=args.spacing_ms,
                          reorder_latency=args.reorder_latency, warmup_batches=args.warmup_batches,
                          master=args.master, shards=args.shards, keys=args.keys,
-                         say=lambda text: print(f"bench-state: {text}", file=sys.stderr, flush=True))
+                         say=lambda text: print(f"state: {text}", file=sys.stderr, flush=True))
     print(table(report), end="")
     if args.out:
         write_atomic(args.out, json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def main(argv=None) -> int:
+    return run_script(build_parser(), command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,7 +13,7 @@ from flamespark.engines.spark.batch_time import stateful_operators
 BATCH_PHASES = ("triggerExecution", "addBatch", "queryPlanning")
 
 
-class ProgressListener(StreamingQueryListener):
+class QueryReportListener(StreamingQueryListener):
     """Keeps the progress reports of the next query named as expected, until it terminates.
 
     Listener callbacks run on a py4j thread, and an exception there never
@@ -69,35 +69,35 @@ class ProgressListener(StreamingQueryListener):
             pass
 
 
-def time_split(progress: list, operator_names: list) -> dict:
+def time_split(reports: list, operator_names: list) -> dict:
     """Totals over a run's micro-batches: driver-side phases and, per stateful operator, task time."""
     durations = {}
-    for report in progress:
+    for report in reports:
         for phase, ms in report.get("durationMs", {}).items():
             durations[phase] = durations.get(phase, 0) + ms
-    found = max((len(report.get("stateOperators", [])) for report in progress), default=0)
+    found = max((len(report.get("stateOperators", [])) for report in reports), default=0)
     if found != len(operator_names):
         operator_names = [f"stateful {index + 1}" for index in range(found)]
     operators = []
     for index, name in enumerate(operator_names):
         totals = {"name": name, "update_ms": 0, "commit_ms": 0, "state_rows": 0}
-        for report in progress:
+        for report in reports:
             state = stateful_operators(report)
             if index < len(state):
                 totals["update_ms"] += state[index].get("allUpdatesTimeMs", 0)
                 totals["commit_ms"] += state[index].get("commitTimeMs", 0)
                 totals["state_rows"] = state[index].get("numRowsTotal", 0)
         operators.append(totals)
-    batch_ms = [report["durationMs"].get("triggerExecution", 0) for report in progress if "durationMs" in report]
+    batch_ms = [report["durationMs"].get("triggerExecution", 0) for report in reports if "durationMs" in report]
     batches = [{
         "batch": report["batchId"],
         "rows": report.get("numInputRows"),
         "ms": {phase: report.get("durationMs", {}).get(phase, 0) for phase in BATCH_PHASES},
         "operators": [[state.get("allUpdatesTimeMs", 0), state.get("commitTimeMs", 0)]
                       for state in stateful_operators(report)],
-    } for report in progress]
+    } for report in reports]
     return {
-        "micro_batches": len(progress),
+        "micro_batches": len(reports),
         "batch_ms": {"median": statistics.median(batch_ms) if batch_ms else None,
                      "max": max(batch_ms, default=None), "all": batch_ms},
         # The first micro-batch of a query also plans it and starts its Python runners and state stores.
@@ -111,8 +111,8 @@ def time_split(progress: list, operator_names: list) -> dict:
 
 
 def summarize(run_facts: dict, operator_names: list) -> dict:
-    """A run's report entry: facts, events/s, and the time split instead of the raw progress."""
-    facts = {key: value for key, value in run_facts.items() if key != "progress"}
+    """A run's report entry: facts, events/s, and the time split instead of the raw reports."""
+    facts = {key: value for key, value in run_facts.items() if key != "reports"}
     facts["events_per_s"] = facts["events"] / facts["wall_s"] if facts["wall_s"] > 0 else None
-    facts["time"] = time_split(run_facts["progress"], operator_names)
+    facts["time"] = time_split(run_facts["reports"], operator_names)
     return facts

@@ -1,6 +1,6 @@
 """Compare online sorters on out-of-order streams with punctuations.
 
-    flamespark bench-sorters [--events N] [--frequencies 10,100,...] [--quick]
+    python benchmarks/sorters.py [--events N] [--frequencies 10,100,...] [--quick]
 
 or, from Python::
 
@@ -268,13 +268,13 @@ def _timestamps(workload, settings, rng):
     return interleaved(settings.events, rng, settings.sources, settings.skew, settings.burst)
 
 
-def run(settings=Settings(), progress=None):
+def run(settings=Settings(), say=None):
     """Time every method of `settings` on every workload and frequency; one Row each.
 
-    `progress(text)`, if given, hears of every timing.  A method whose output
+    `say(text)`, if given, hears of every timing.  A method whose output
     differs from the stable sort of the kept events raises InternalError.
     """
-    say = progress or (lambda text: None)
+    say = say or (lambda text: None)
     clock = CLOCKS[settings.clock]
     started = time.perf_counter()
     rows = []

@@ -8,13 +8,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.lib.overhead.baseline import run_baseline, write_baseline_input
+from benchmarks.lib.overhead.query_reports import QueryReportListener, summarize
+from benchmarks.lib.overhead.report import make_report
+from benchmarks.lib.overhead.settings import Settings
+from benchmarks.lib.overhead.workload import FLAMESPARK_OPERATORS, make_events, max_lag, run_flamespark
 from flamespark.engines.spark.session import spark_session
 from flamespark.io.jsonl import write_jsonl
-from flamespark.tools.overhead.baseline import run_baseline, write_baseline_input
-from flamespark.tools.overhead.progress import ProgressListener, summarize
-from flamespark.tools.overhead.report import make_report
-from flamespark.tools.overhead.settings import Settings
-from flamespark.tools.overhead.workload import FLAMESPARK_OPERATORS, make_events, max_lag, run_flamespark
 
 WARMUP_BATCHES = 4
 QUERIES = ("flamespark", "baseline")
@@ -66,7 +66,7 @@ def benchmark(settings: Settings = Settings(), spark=None) -> dict:
         session_s = time.perf_counter() - started
         for key, value in settings.conf:
             spark.conf.set(key, value)
-        listener = ProgressListener()
+        listener = QueryReportListener()
         spark.streams.addListener(listener)
         try:
             # Several micro-batches, so that the warm-up also runs the later-batch path (state to load).

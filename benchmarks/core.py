@@ -21,7 +21,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="benchmarks/core.py",
-        description="On one file of documents (the inverted-index example's input), in one run: the local engine "
+        description="On one file of documents (the inverted index's input), in one run: the local engine "
                     "in order against the example's plain Python program (in_order_index) and the ratio of their "
                     "median times, wall and CPU, over --repeat alternating pairs; both modes paced at --rate "
                     "documents/s with 30% of the documents delayed by |N(0, 1000 ms)| and by "
@@ -29,11 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "the running-sum example in order; what the changelog costs, and its speculative latency paced. "
                     "Each run has a process of its own, so its peak memory is its own.")
     parser.add_argument("docs", metavar="DOCS.jsonl", type=Path,
-                        help="documents {ts, doc_id, text, ...}, e.g. from examples/wiki_events.py")
+                        help="documents {ts, doc_id, text, ...}, e.g. from python -m flamespark.tools.wikipedia")
     parser.add_argument("--index-pipeline", metavar="PATH.py", type=Path,
-                        default=REPOSITORY / "examples" / "inverted_index.py",
-                        help="the inverted-index example, with its in_order_index (default: the checkout's "
-                             "examples/inverted_index.py)")
+                        default=REPOSITORY / "benchmarks" / "inverted_index_tuned.py",
+                        help="an inverted-index pipeline, with its in_order_index (default: the checkout's "
+                             "benchmarks/inverted_index_tuned.py)")
     parser.add_argument("--sum-pipeline", metavar="PATH.py", type=Path,
                         default=REPOSITORY / "examples" / "running_sum.py",
                         help="the running-sum example, with its readings() (default: the checkout's "

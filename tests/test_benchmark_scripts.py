@@ -1,14 +1,18 @@
 """The benchmark scripts in benchmarks/: each runs from any directory with its help, and refuses bad options before
 its work; the installed packages never import them."""
 import ast
+import importlib
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import benchmarks.lib
 from benchmarks import core, overhead, sorters, state
+from tests.doctests import assert_runs, examples_of
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -65,3 +69,12 @@ def test_the_installed_packages_never_import_the_benchmarks():
                 if isinstance(node, ast.ImportFrom):
                     names = [node.module or ""]
                 assert not any(name.split(".")[0] == "benchmarks" for name in names), path
+
+
+EXAMPLES = {test.name: test for module in pkgutil.walk_packages(benchmarks.lib.__path__, "benchmarks.lib.")
+            for test in examples_of(importlib.import_module(module.name))}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_the_examples_in_the_docstrings_run(name):
+    assert_runs(EXAMPLES[name])

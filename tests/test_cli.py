@@ -378,11 +378,14 @@ def test_run_to_directory_is_a_function_of_typed_arguments(tmp_path):
     assert [total["total"] for total in result.outputs["totals"]] == [1, 5, 3]
 
 
-def test_the_tools_never_import_the_command_line():
+def test_the_tools_never_import_the_commands():
+    """Only the option types, which import nothing of the commands: a tool with a command line of its own (the
+    Wikipedia reader) parses its options with them."""
     tools = Path(__file__).resolve().parents[1] / "flamespark" / "tools"
     for path in tools.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
+            names = [name for name in names if name != "flamespark.cli.arguments"]
             assert not any(name == "flamespark.cli" or name.startswith("flamespark.cli.") for name in names), path

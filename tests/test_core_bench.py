@@ -8,17 +8,19 @@ from flamespark.core.errors import InputError
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.loader import load_module
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+REPOSITORY = Path(__file__).resolve().parents[1]
+EXAMPLES = REPOSITORY / "examples"
+TUNED = REPOSITORY / "benchmarks" / "inverted_index_tuned.py"
 
 
 def test_core_bench_reports_every_run(tmp_path):
     """A reorder latency above every delay: no event is late, so every pair of runs must agree."""
     docs = [{"ts": i * 50, "doc_id": i, "text": f"word{i % 3} shared text {i}"} for i in range(12)]
     write_jsonl(tmp_path / "docs.jsonl", docs)
-    report = bench_core(tmp_path / "docs.jsonl", index_pipeline=EXAMPLES / "inverted_index.py",
+    report = bench_core(tmp_path / "docs.jsonl", index_pipeline=TUNED,
                         sum_pipeline=EXAMPLES / "running_sum.py", reorder_latency=5000, rate=2000,
                         overload_rate=100_000, readings=500, repeat=2)
-    outputs = load_module(EXAMPLES / "inverted_index.py").in_order_index(docs)
+    outputs = load_module(TUNED).in_order_index(docs)
     expected = len(outputs["index"]) + len(outputs["docs"])
     assert report["documents"] == 12 and report["in_order"]["engine"]["released"] == expected
     assert report["in_order"]["outputs_equal"] is True
@@ -58,7 +60,7 @@ def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):
     docs = tmp_path / "docs.jsonl"
     write_jsonl(docs, [{"ts": 0, "doc_id": 0, "text": "a b"}])
     said = []
-    examples = {"index_pipeline": EXAMPLES / "inverted_index.py", "sum_pipeline": EXAMPLES / "running_sum.py"}
+    examples = {"index_pipeline": TUNED, "sum_pipeline": EXAMPLES / "running_sum.py"}
     with pytest.raises(InputError, match="running_sum.py has no in_order_index, which benchmarks/core.py needs of it"):
         bench_core(docs, **{**examples, "index_pipeline": EXAMPLES / "running_sum.py"}, say=said.append)
     with pytest.raises(InputError, match="missing.py"):
@@ -66,7 +68,7 @@ def test_core_bench_refuses_bad_input_before_its_first_run(tmp_path):
     with pytest.raises(InputError, match="nothing.jsonl"):
         bench_core(tmp_path / "nothing.jsonl", **examples, say=said.append)
     write_jsonl(docs, [{"ts": 0, "doc_id": 0, "text": "a b"}, {"ts": 5, "text": "no id"}])
-    with pytest.raises(InputError, match=r"docs.jsonl: the document of ts 5 is not one inverted_index.py takes "
+    with pytest.raises(InputError, match=r"docs.jsonl: the document of ts 5 is not one inverted_index_tuned.py takes "
                                          r"\(KeyError: 'doc_id'\)"):
         bench_core(docs, **examples, say=said.append)
     assert said == []  # no run had started
@@ -78,7 +80,7 @@ def test_the_command_finds_the_examples_from_any_directory_and_names_the_option_
 
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["docs.jsonl"])
-    assert args.index_pipeline == EXAMPLES / "inverted_index.py" and args.sum_pipeline == EXAMPLES / "running_sum.py"
+    assert args.index_pipeline == TUNED and args.sum_pipeline == EXAMPLES / "running_sum.py"
     write_jsonl(tmp_path / "docs.jsonl", [{"ts": 0, "doc_id": 0, "text": "a b"}])
     assert main(["docs.jsonl", "--sum-pipeline", "gone.py"]) == 1
     assert "benchmarks/core.py: error: --sum-pipeline gone.py: no such file" in capsys.readouterr().err

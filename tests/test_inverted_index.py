@@ -1,5 +1,6 @@
-"""The inverted-index example: its docstrings' examples, exact records on hand-made documents, exactness on the
-Wikipedia sample."""
+"""The inverted-index example and its tuned variant in benchmarks/: their docstrings' examples, exact records on
+hand-made documents, the same outputs as the plain in-order program and as each other under any disorder, exactness
+on the Wikipedia sample."""
 import importlib.util
 import itertools
 import string
@@ -11,30 +12,36 @@ from hypothesis import strategies as st
 
 import flamespark as fs
 from flamespark.tools.disorder import disorder_events
+from flamespark.tools.wikipedia import iter_pages
 from tests.changelog_checks import check_changelog
 from tests.doctests import assert_runs, examples_of
 from tests.reference import reference_run
+from tests.samples import WIKI_SAMPLE as SAMPLE
 from tests.strategies import disordered
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "enwiki-sample.xml.bz2"
 MODES = ["optimistic", "buffered"]
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+def load(path):
+    spec = importlib.util.spec_from_file_location(f"pipeline_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-example = load("inverted_index")
+example = load(ROOT / "examples" / "inverted_index.py")
+tuned = load(ROOT / "benchmarks" / "inverted_index_tuned.py")
+PIPELINES = pytest.mark.parametrize("pipeline", [example, tuned], ids=["example", "tuned"])
 
 
-def test_the_examples_in_its_docstrings():
-    tests = examples_of(example)
-    assert {test.name.split(".")[-1] for test in tests} >= {"split_document", "count_documents", "collect",
-                                                             "in_order_index"}
+@pytest.mark.parametrize("pipeline, documented", [
+    (example, {"word_occurrences", "count_documents", "count_new_words"}),
+    (tuned, {"split_document", "count_documents", "collect", "in_order_index"}),
+], ids=["example", "tuned"])
+def test_the_examples_in_their_docstrings(pipeline, documented):
+    tests = examples_of(pipeline)
+    assert {test.name.split(".")[-1] for test in tests} >= documented
     for test in tests:
         assert_runs(test)
 
@@ -75,22 +82,24 @@ DOCUMENTS = [
 ]
 
 
-def test_sources_and_sinks():
-    assert example.graph.sources == ["docs"]
-    assert sorted(example.graph.sinks) == ["docs", "index"]
+@PIPELINES
+def test_sources_and_sinks(pipeline):
+    assert pipeline.graph.sources == ["docs"]
+    assert sorted(pipeline.graph.sinks) == ["docs", "index"]
 
 
+@PIPELINES
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("arrival", [DOCS, DOCS[::-1], [DOCS[2], DOCS[3], DOCS[0], DOCS[1]]],
                          ids=["in_order", "reversed", "shuffled"])
-def test_hand_made_documents(mode, arrival):
-    result = fs.run(example.graph, {"docs": arrival}, mode=mode, reorder_latency=30)
+def test_hand_made_documents(pipeline, mode, arrival):
+    result = fs.run(pipeline.graph, {"docs": arrival}, mode=mode, reorder_latency=30)
     assert result.outputs == {"index": INDEX, "docs": DOCUMENTS}
     assert result.late == []
 
 
 def test_plain_program_gives_the_same_sinks():
-    assert example.in_order_index([payload for _, payload in DOCS]) == {"index": INDEX, "docs": DOCUMENTS}
+    assert tuned.in_order_index([payload for _, payload in DOCS]) == {"index": INDEX, "docs": DOCUMENTS}
 
 
 def words(count, offset=0):
@@ -98,34 +107,36 @@ def words(count, offset=0):
     return list(itertools.islice(letters, offset, offset + count))
 
 
+@PIPELINES
 @pytest.mark.parametrize("mode", MODES)
-def test_long_documents_span_every_collector_level(mode):
-    """More distinct words than the collector tree's leaves (FAN_IN ** LEVELS), with late shared words."""
-    size = example.FAN_IN ** example.LEVELS + 3
+def test_long_documents_span_every_collector_level(pipeline, mode):
+    """More distinct words than the tuned variant's collector tree has leaves (FAN_IN ** LEVELS), with late shared
+    words."""
+    size = tuned.FAN_IN ** tuned.LEVELS + 3
     docs = [
         doc(0, 1, " ".join(words(size))),
         doc(5, 2, " ".join(words(40, offset=size - 20))),
         doc(9, 3, " ".join(words(size + 7, offset=30) * 2)),
     ]
-    result = fs.run(example.graph, {"docs": docs[::-1]}, mode=mode, reorder_latency=10)
-    assert result.outputs == reference_run(example.graph, {"docs": docs})
+    result = fs.run(pipeline.graph, {"docs": docs[::-1]}, mode=mode, reorder_latency=10)
+    assert result.outputs == reference_run(pipeline.graph, {"docs": docs})
     assert result.outputs["docs"] == [
         {"doc_id": 1, "ts": 0, "words": size, "new_words": size},
         {"doc_id": 2, "ts": 5, "words": 40, "new_words": 20},
         {"doc_id": 3, "ts": 9, "words": size + 7, "new_words": 17},
     ]
     assert result.outputs["index"][-1]["positions"] == [size + 6, 2 * size + 13]
-    assert result.outputs == example.in_order_index([payload for _, payload in docs])
+    assert result.outputs == tuned.in_order_index([payload for _, payload in docs])
 
 
-VOCABULARY = words(3 * example.FAN_IN)
+VOCABULARY = words(3 * tuned.FAN_IN)
 
 
 @st.composite
 def document_text(draw) -> str:
     """Up to 2 * FAN_IN + 4 distinct words, so that a document can span several collector nodes, from a stretch
     of a small vocabulary that other documents overlap, in a drawn order, some repeated."""
-    size = draw(st.integers(0, 2 * example.FAN_IN + 4))
+    size = draw(st.integers(0, 2 * tuned.FAN_IN + 4))
     start = draw(st.integers(0, len(VOCABULARY) - size))
     distinct = VOCABULARY[start:start + size]
     turn = draw(st.integers(0, max(size - 1, 0)))
@@ -142,19 +153,35 @@ def documents_in_order(draw):
     return [doc(sum(steps[:i + 1]), i, text) for i, text in enumerate(texts)]
 
 
+@PIPELINES
 @pytest.mark.parametrize("mode", MODES)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_any_disorder_gives_what_the_plain_program_gives_in_order(mode, data):
-    """A collector node needs only its new words' parts and its last one, which it knows by its index: this holds
-    only if each node sees its parts in event-time order whatever the arrival order, as the engine promises."""
+def test_any_disorder_gives_what_the_plain_program_gives_in_order(pipeline, mode, data):
+    """The tuned variant's collector node needs only its new words' parts and its last one, which it knows by its
+    index: this holds only if each node sees its parts in event-time order whatever the arrival order, as the
+    engine promises."""
     docs = data.draw(documents_in_order())
     arrival = data.draw(disordered(docs, reorder_latency=12))
     assume(arrival != docs)
-    result = fs.run(example.graph, {"docs": arrival}, mode=mode, reorder_latency=12, changes=mode == "optimistic")
-    assert result.outputs == example.in_order_index([payload for _, payload in docs])
+    result = fs.run(pipeline.graph, {"docs": arrival}, mode=mode, reorder_latency=12, changes=mode == "optimistic")
+    assert result.outputs == tuned.in_order_index([payload for _, payload in docs])
     if mode == "optimistic":
         check_changelog(result, {"docs": arrival})
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_the_tuned_variant_gives_the_examples_outputs_even_with_late_documents(data):
+    """Exactly the same records in the same order, on the same arrival, with a reorder latency that can make some
+    documents late (both drop the same ones)."""
+    docs = data.draw(documents_in_order())
+    arrival = data.draw(disordered(docs, reorder_latency=20))
+    reorder_latency = data.draw(st.integers(0, 12))
+    plain, fast = (fs.run(pipeline.graph, {"docs": arrival}, reorder_latency=reorder_latency)
+                   for pipeline in (example, tuned))
+    assert fast.outputs == plain.outputs
+    assert fast.late == plain.late
 
 
 PAGES = 100
@@ -163,21 +190,23 @@ SEED = 26  # with these pages, one document arrives later than the reorder laten
 
 
 @pytest.fixture(scope="module")
-def wiki_events():
+def wiki_documents():
     if not SAMPLE.exists():
         pytest.skip(f"sample dump not found at {SAMPLE}")
-    pages = itertools.islice(load("wiki_events").iter_pages(SAMPLE), PAGES)
+    pages = itertools.islice(iter_pages(SAMPLE), PAGES)
     return [{"ts": i * 50, **page, "text": page["text"][:TEXT_CHARS]} for i, page in enumerate(pages)]
 
 
+@PIPELINES
 @pytest.mark.parametrize("mode", MODES)
-def test_wikipedia_sample_with_disorder_matches_in_order_run(wiki_events, mode):
-    arrival = disorder_events(wiki_events, percent=30, stddev_ms=1000, seed=SEED)
-    result = fs.run(example.graph, {"docs": [(e["ts"], e) for e in arrival]}, mode=mode, reorder_latency=3000)
+def test_wikipedia_sample_with_disorder_matches_in_order_run(wiki_documents, pipeline, mode):
+    arrival = disorder_events(wiki_documents, percent=30, stddev_ms=1000, seed=SEED)
+    result = fs.run(pipeline.graph, {"docs": [(e["ts"], e) for e in arrival]}, mode=mode, reorder_latency=3000)
     late = {letter["payload"]["doc_id"] for letter in result.late}
     assert len(late) == 1
-    kept = [(e["ts"], e) for e in wiki_events if e["doc_id"] not in late]
-    assert result.outputs == reference_run(example.graph, {"docs": kept})
+    kept = [(e["ts"], e) for e in wiki_documents if e["doc_id"] not in late]
+    assert result.outputs == reference_run(pipeline.graph, {"docs": kept})
+    assert result.outputs == tuned.in_order_index([payload for _, payload in kept])
     assert len(result.outputs["docs"]) == PAGES - 1
     if mode == "optimistic":
         assert result.metrics["tombstones"] > 0

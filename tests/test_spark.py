@@ -33,11 +33,11 @@ from pyspark.sql import functions as F
 
 import flamespark as fs
 from flamespark.cli import main
+from benchmarks import inverted_index_tuned
 from flamespark.engines.spark.partitioning import spark_partition, spread_keys
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.engines.spark.topology import Topology
 from flamespark.tools.runner import run_to_directory
-from examples import inverted_index
 from tests import graphs
 from tests.graphs import running_sum_update
 from tests.processes import wait_for
@@ -138,7 +138,7 @@ def test_a_late_event_in_a_later_batch_retracts_what_earlier_batches_computed(sp
 
 
 def test_the_inverted_index_retracts_across_batches_and_ends_as_the_plain_program(spark):
-    """The example's collector nodes know they are complete by their last part's index, which relies on each node
+    """The tuned inverted index's collector nodes know they are complete by their last part's index, which relies on each node
     seeing its parts in event-time order; here a late document re-runs them on Spark, batches later."""
     rnd = random.Random(3)
     vocabulary = [chr(97 + number // 26) + chr(97 + number % 26) for number in range(130)]  # letters only: aa, ab
@@ -148,9 +148,9 @@ def test_the_inverted_index_retracts_across_batches_and_ends_as_the_plain_progra
         rnd.shuffle(text)
         docs.append((doc_id * 10, {"ts": doc_id * 10, "doc_id": doc_id, "title": "", "text": " ".join(text)}))
     arrival = [*docs[:2], *docs[3:7], docs[2], docs[7]]  # document 2 in the 4th batch, after 3 to 6 in the 2nd and 3rd
-    result = run_spark(inverted_index.graph, {"docs": arrival}, spark, reorder_latency=50, max_rows_per_batch=2,
+    result = run_spark(inverted_index_tuned.graph, {"docs": arrival}, spark, reorder_latency=50, max_rows_per_batch=2,
                        ingest_partitions=1, changes=True)
-    assert result.outputs == inverted_index.in_order_index([payload for _, payload in docs])
+    assert result.outputs == inverted_index_tuned.in_order_index([payload for _, payload in docs])
     assert result.metrics["engine"]["batches"] >= 4
     assert any(change["op"] == "-" for change in result.changes["docs"])
     check_changelog(result, {"docs": arrival})

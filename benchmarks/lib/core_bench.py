@@ -1,8 +1,8 @@
 """The core benchmark: the local engine's per-item cost, against plain Python and under load.
 
-On one document file (the inverted-index example's input), in one run:
+On one document file (the input of an inverted index: benchmarks/inverted_index_tuned.py by default), in one run:
 
-- in order: the local engine against the example's plain in-order Python
+- in order: the local engine against the pipeline's plain in-order Python
   program (`in_order_index`), `repeat` alternating pairs of runs, and the
   ratio of their median wall times (with each pair's ratio beside it), and
   of their median CPU times;
@@ -130,7 +130,7 @@ def _run_index(pipeline: Path, docs_path: Path, mode: str, reorder_latency: int,
 
 
 def _run_plain(pipeline: Path, docs_path: Path) -> dict:
-    """The example's plain in-order program on the same documents; runs in a child process."""
+    """The pipeline's plain in-order program on the same documents; runs in a child process."""
     module = load_module(pipeline)
     docs = [payload for _, payload in _documents(docs_path)]
     before_mb = _peak_mb()
@@ -201,7 +201,7 @@ def _check(docs: Path, index_pipeline: Path, sum_pipeline: Path):
         except Exception as exc:
             raise InputError(f"{docs}: the document of ts {ts} is not one {index_pipeline.name} takes "
                              f"({type(exc).__name__}: {exc}); the benchmark's documents are its pipeline's, as "
-                             f"examples/wiki_events.py writes them") from None
+                             f"python -m flamespark.tools.wikipedia writes them") from None
 
 
 def _in_order(pipeline, docs, reorder_latency, repeat, say) -> dict:

@@ -1,5 +1,7 @@
-#!/usr/bin/env python3
-"""Turn a MediaWiki XML export dump into a JSONL stream of document events.
+"""Turn a MediaWiki XML export dump (a Wikipedia dump) into a JSONL stream of document events.
+
+    python -m flamespark.tools.wikipedia enwiki-latest-pages-articles1.xml.bz2 --out wiki.jsonl
+    python -m flamespark.tools.wikipedia --synthetic 10000 --out synth.jsonl
 
 Each ``<page>`` of the dump becomes one line of JSON, in file order::
 
@@ -30,7 +32,6 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from typing import IO, Callable, Iterable, Iterator
 
-from flamespark.cli.arguments import non_negative_int, positive_int
 from flamespark.io.atomic import replacing
 
 __all__ = [
@@ -359,8 +360,10 @@ def write_events(
 # --------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
+    from flamespark.cli.arguments import non_negative_int, positive_int  # only the command line needs them
+
     parser = argparse.ArgumentParser(
-        prog="wiki_events.py",
+        prog="python -m flamespark.tools.wikipedia",
         description=(
             "Convert a MediaWiki XML export dump (plain, .bz2 or .gz; in any\n"
             "encoding its XML declaration names, e.g. UTF-8 or UTF-16) into a\n"

@@ -1,11 +1,10 @@
-"""Tests for examples/wiki_events.py (MediaWiki dump -> JSONL events)."""
+"""Tests for flamespark.tools.wikipedia (MediaWiki dump -> JSONL events)."""
 
 from __future__ import annotations
 
 import bz2
 import collections
 import gzip
-import importlib.util
 import io
 import json
 import re
@@ -15,24 +14,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "examples" / "wiki_events.py"
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "enwiki-sample.xml.bz2"
+from flamespark.tools import wikipedia as we
+from tests.samples import WIKI_SAMPLE as SAMPLE
+
+COMMAND = [sys.executable, "-m", "flamespark.tools.wikipedia"]
 SAMPLE_PAGES = 206
 
 needs_sample = pytest.mark.skipif(
     not SAMPLE.exists(), reason=f"sample dump not found at {SAMPLE}")
-
-
-def _load_module():
-    spec = importlib.util.spec_from_file_location("wiki_events", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-we = _load_module()
 
 
 def read_events(path: Path) -> list[dict]:
@@ -115,7 +104,7 @@ def test_cli_subprocess_summary_and_help(tmp_path):
     dump = tmp_path / "tiny.xml.bz2"
     dump.write_bytes(bz2.compress(dump_xml("".join(UNICODE_PAGES)).encode("utf-8")))
     out = tmp_path / "tiny.jsonl"
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(dump), "--out", str(out),
+    proc = subprocess.run([*COMMAND, str(dump), "--out", str(out),
                            "--interval-ms", "7"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -125,13 +114,13 @@ def test_cli_subprocess_summary_and_help(tmp_path):
     assert "wrote 2 events" in summary[0] and str(out) in summary[0]
     assert [e["ts"] for e in read_events(out)] == [0, 7]
 
-    helptext = subprocess.run([sys.executable, str(SCRIPT), "--help"],
+    helptext = subprocess.run([*COMMAND, "--help"],
                               capture_output=True, text=True, timeout=60)
     assert helptext.returncode == 0
     for option in ("--out", "--interval-ms", "--synthetic", "--seed", "DUMP"):
         assert option in helptext.stdout
 
-    failing = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nope.xml"),
+    failing = subprocess.run([*COMMAND, str(tmp_path / "nope.xml"),
                               "--out", str(tmp_path / "x.jsonl")],
                              capture_output=True, text=True, timeout=60)
     assert failing.returncode == 1

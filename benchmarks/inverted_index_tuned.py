@@ -1,6 +1,6 @@
 """The inverted index of examples/inverted_index.py, tuned: the workload of the core benchmark.
 
-It computes what the example computes (tests/test_inverted_index.py checks
+It computes what the example computes (tests/engine/test_inverted_index.py checks
 both give the same outputs), with less work per document. Source `docs`
 takes `{"ts", "doc_id", "title", "text"}` events (see
 `flamespark.tools.wikipedia`). Two sinks:

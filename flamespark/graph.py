@@ -1,7 +1,7 @@
 """The pipeline DSL: a Graph of Streams, built by chaining operators.
 
 Every operator's docstring shows it at work on a few events; the examples
-run as tests (tests/test_docs.py).
+run as tests (tests/unit/test_docs.py).
 """
 from __future__ import annotations
 

@@ -1,7 +1,19 @@
-"""One local Spark session for every test module that needs one (starting one costs seconds)."""
+"""One local Spark session for every test module that needs one (starting one costs seconds), and the `spark` mark
+on every test that starts Spark: those under tests/spark/ and those using the session, besides those marked by hand."""
+from pathlib import Path
+
 import pytest
 
 import flamespark as fs
+from tests import processes
+
+SPARK_TESTS = Path(__file__).resolve().parent / "spark"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) or SPARK_TESTS in Path(item.path).parents:
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +27,10 @@ def spark():
     session = spark_session("local[2]", 2)
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def stop_children():
+    """Whatever a test started through tests.processes and left running is killed when it ends."""
+    yield
+    processes.stop_all()

@@ -11,9 +11,9 @@ from flamespark.engines.local import LocalRun
 from flamespark.runtime.changes import BatchChanges, Cause, Changelog, StepChanges
 from flamespark.runtime.options import RunOptions
 from tests import graphs
-from tests.changelog_checks import check_changelog
-from tests.reference import reference_run
-from tests.test_exactness import MODES, NUMBER_GRAPHS, document_case, number_case
+from tests.oracles.changelog_checks import check_changelog
+from tests.oracles.reference import reference_run
+from tests.engine.test_exactness import MODES, NUMBER_GRAPHS, document_case, number_case
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -2,18 +2,19 @@
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests import processes
+
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "examples" / "demo.py"
 
 
 def demo(tmp_path, *args):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "demo"), *args], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=600)
+    return processes.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "demo"), *args], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_without_a_dump_it_generates_documents_and_prints_the_three_latencies(tmp_path):

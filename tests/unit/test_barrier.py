@@ -120,6 +120,7 @@ def releases(script, settling: bool) -> list:
     return released
 
 
+@pytest.mark.slow  # 300 examples
 @settings(max_examples=300, deadline=None)
 @given(SCRIPTS)
 def test_settling_never_changes_what_is_released(script):

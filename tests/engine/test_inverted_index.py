@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 import flamespark as fs
 from flamespark.tools.disorder import disorder_events
 from flamespark.tools.wikipedia import iter_pages
-from tests.changelog_checks import check_changelog
+from tests.oracles.changelog_checks import check_changelog
 from tests.doctests import assert_runs, examples_of
-from tests.reference import reference_run
+from tests.oracles.reference import reference_run
 from tests.samples import WIKI_SAMPLE as SAMPLE
 from tests.strategies import disordered
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODES = ["optimistic", "buffered"]
 
 

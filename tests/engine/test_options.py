@@ -1,7 +1,6 @@
 """Run options: checked once, before any engine starts, with the same error on every engine."""
 import inspect
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,9 +9,9 @@ import pytest
 import flamespark as fs
 from flamespark.cli import main
 from flamespark.runtime.options import SPARK_OPTIONS, RunOptions
-from tests import graphs
+from tests import graphs, processes
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INPUTS = {"numbers": [(1, 1)]}
 
 BAD_OPTIONS = [
@@ -108,7 +107,7 @@ def test_bad_options_on_spark_fail_as_on_the_local_engine_without_pyspark():
         "    print(messages[1])\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    done = processes.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "OptionError: late policy must be one of drop, adjust, fail, got 'ignore'",

@@ -5,7 +5,7 @@ import pyarrow.parquet as pq
 
 from flamespark.cli import main
 from flamespark.io.sinks import write_values
-from tests.test_cli import write_lines
+from tests.engine.test_cli import write_lines
 
 
 def test_parquet_has_a_column_for_every_key_any_payload_has(tmp_path):

@@ -6,7 +6,7 @@ import msgpack
 from operators import StatefulLoop
 from operators.stored_log import StoredLog, dump_log
 from tests.graphs import running_sum_update
-from tests.test_store import item, tombstone_of
+from tests.unit.test_store import item, tombstone_of
 
 OPERATOR = StatefulLoop("sum", key=lambda v: 0, update=running_sum_update)
 

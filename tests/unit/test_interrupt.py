@@ -1,7 +1,7 @@
 """Ctrl-C during a Spark run, without Spark: the flag that defers it, py4j's log filter, the finalizer hook.
 
 The whole path (a `flamespark run` on Spark stopped by SIGINT) is tested in
-test_spark.py and test_spark_inputs.py.
+tests/spark/test_spark.py and tests/spark/test_spark_inputs.py.
 """
 import gc
 import logging

@@ -4,7 +4,6 @@ import ast
 import importlib
 import os
 import pkgutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,9 +11,10 @@ import pytest
 
 import benchmarks.lib
 from benchmarks import core, overhead, sorters, state
+from tests import processes
 from tests.doctests import assert_runs, examples_of
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("script, option", [
@@ -23,8 +23,8 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 ])
 def test_a_script_runs_from_any_directory_without_pythonpath_and_has_help(script, option, tmp_path):
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, str(REPOSITORY / "benchmarks" / f"{script}.py"), "--help"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = processes.run([sys.executable, str(REPOSITORY / "benchmarks" / f"{script}.py"), "--help"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: benchmarks/{script}.py ") and option in done.stdout
     assert "(default: None)" not in done.stdout and "(default: False)" not in done.stdout

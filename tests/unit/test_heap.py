@@ -1,6 +1,5 @@
 """Automatic collections pause while a run holds its items, and come back after, even on an error."""
 import gc
-import subprocess
 import sys
 import weakref
 
@@ -10,6 +9,8 @@ import flamespark as fs
 from flamespark.runtime import heap
 from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.plan import build_plan
+
+from tests import processes
 
 
 def test_collections_pause_for_the_block_and_come_back():
@@ -139,5 +140,5 @@ gc.collect()
 assert made() is None, "a cycle made after the freeze was not collected"
 print("ok")
 """
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    run = processes.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert run.stdout == "ok\n", run.stderr

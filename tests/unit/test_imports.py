@@ -1,12 +1,13 @@
 """Every top-level package imports on its own, first, in a fresh interpreter: no import circle hides behind another.
 A local run pays only for what it uses: neither PySpark nor networkx is imported."""
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import processes
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("statement", [
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ])
 def test_a_package_imports_first_without_pyspark(statement):
     code = f"import sys; sys.modules['pyspark'] = None; {statement}"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = processes.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
@@ -37,14 +38,14 @@ print(sorted(name for name in ("pyspark", "networkx") if name in sys.modules))
 
 
 def test_a_local_run_of_a_pipeline_file_imports_neither_pyspark_nor_networkx():
-    done = subprocess.run([sys.executable, "-c", LOCAL_RUN, str(ROOT / "examples" / "inverted_index.py")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = processes.run([sys.executable, "-c", LOCAL_RUN, str(ROOT / "examples" / "inverted_index.py")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "[]"
 
 
 def test_drawing_a_graph_imports_networkx():
     code = "import sys; from tests import graphs; graphs.running_sum().to_dot(); print('networkx' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = processes.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"

@@ -2,6 +2,7 @@
 import math
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,7 +10,7 @@ from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
 from operators import StatefulLoop
 from tests.graphs import running_sum_update
-from tests.literal_stateful import LiteralStatefulLoop
+from tests.oracles.literal_stateful import LiteralStatefulLoop
 
 
 def _gaps(state, value):
@@ -63,6 +64,7 @@ def net_outputs(operator, steps, flushes=None) -> Counter:
     return net
 
 
+@pytest.mark.slow  # 300 examples
 @settings(max_examples=300, deadline=None)
 @given(steps=item_sequences(), update=st.sampled_from(UPDATES), keys=st.integers(1, 3))
 def test_log_form_and_literal_form_emit_the_same_net_outputs(steps, update, keys):
@@ -73,6 +75,7 @@ def test_log_form_and_literal_form_emit_the_same_net_outputs(steps, update, keys
     assert -expected == Counter()  # no output retracted more often than made
 
 
+@pytest.mark.slow  # 300 examples
 @settings(max_examples=300, deadline=None)
 @given(steps=item_sequences(), update=st.sampled_from(UPDATES), keys=st.integers(1, 3), data=st.data())
 def test_work_left_waiting_between_flushes_gives_the_literal_net_outputs(steps, update, keys, data):

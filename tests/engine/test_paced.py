@@ -12,9 +12,9 @@ from barrier import barrier as barrier_module
 from flamespark.engines.local import LocalRun
 from flamespark.runtime.options import RunOptions
 from tests import graphs
-from tests.changelog_checks import check_changelog
-from tests.reference import reference_run
-from tests.test_exactness import number_case
+from tests.oracles.changelog_checks import check_changelog
+from tests.oracles.reference import reference_run
+from tests.engine.test_exactness import number_case
 
 MODES = ["optimistic", "buffered"]
 

@@ -3,7 +3,6 @@ import ast
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,7 +12,9 @@ import pytest
 from flamespark.cli import COMMANDS, main
 from flamespark.tools.runner import run_to_directory
 
-PIPELINE = str(Path(__file__).resolve().parents[1] / "examples" / "running_sum.py") + ":graph"
+from tests import processes
+
+PIPELINE = str(Path(__file__).resolve().parents[2] / "examples" / "running_sum.py") + ":graph"
 
 
 def write_lines(path, lines):
@@ -172,8 +173,8 @@ def test_an_input_directory_as_the_output_directory_is_refused(tmp_path, capsys)
 
 
 def test_python_dash_m_flamespark_is_the_command():
-    done = subprocess.run([sys.executable, "-m", "flamespark", "graph", PIPELINE], capture_output=True, text=True,
-                          timeout=120)
+    done = processes.run([sys.executable, "-m", "flamespark", "graph", PIPELINE], capture_output=True, text=True,
+                         timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("digraph")
 
 
@@ -364,7 +365,7 @@ def test_bench_without_matplotlib_says_how_to_install_it_before_any_run(tmp_path
     events = write_lines(tmp_path / "e.jsonl", readings((1, "a", 1)))
     code = ("import sys; sys.modules['matplotlib'] = None; from flamespark.cli import main; "
             f"sys.exit(main(['bench', {PIPELINE!r}, '--input', 'readings={events}', '--out', 'o', '--engine', 'local']))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = processes.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr == ("flamespark: error: bench draws its plots with matplotlib, which is not installed: "
                            "pip install 'flamespark[bench]'\n")
@@ -381,7 +382,7 @@ def test_run_to_directory_is_a_function_of_typed_arguments(tmp_path):
 def test_the_tools_never_import_the_commands():
     """Only the option types, which import nothing of the commands: a tool with a command line of its own (the
     Wikipedia reader) parses its options with them."""
-    tools = Path(__file__).resolve().parents[1] / "flamespark" / "tools"
+    tools = Path(__file__).resolve().parents[2] / "flamespark" / "tools"
     for path in tools.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []

@@ -18,10 +18,11 @@ import flamespark as fs
 from examples.running_sum import graph as running_sum
 from flamespark.engines.spark import query
 from flamespark.io.inputs import read_input
+from tests import processes
 from tests.processes import wait_for
-from tests.reference import reference_run
+from tests.oracles.reference import reference_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PIPELINE = "examples/running_sum.py:graph"
 LATENCY = 40
 TIMEOUT = 600
@@ -159,7 +160,7 @@ for given in ({str(bad_file)!r}, [(1, {{"sensor": "a", "value": 1}}), ("2", {{"s
         print(error)
 print("Spark started:", pyspark.SparkContext._active_spark_context is not None)
 """
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = processes.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.stdout.splitlines() == [
         f"{bad_file}:2: 'ts' must be an integer (ms), got 2.5",
         "input 'readings', event #1: event time must be an integer (ms), got str '2'",
@@ -178,8 +179,8 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
                "--master", "local[2]"]
     stderr = tmp_path / "stderr.txt"
     with open(stderr, "wb") as log:
-        process = subprocess.Popen(command + ["--follow"], cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=log, start_new_session=True)
+        process = processes.start(command + ["--follow"], cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
+                                  stderr=log)
         try:
             wait_for(lambda: (out / "totals").is_dir() and any((out / "totals").iterdir()), process, stderr,
                      "the first file's outputs", TIMEOUT)
@@ -209,8 +210,8 @@ def test_follow_writes_each_batch_stops_on_ctrl_c_and_resumes(tmp_path):
 
     # The same checkpoint, run to the end of what the directory holds now, completes the output.
     write_file(inputs / "part-2.jsonl", arrival[60:])
-    finished = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=TIMEOUT)
+    finished = processes.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=TIMEOUT)
     assert finished.returncode == 0, finished.stderr
     totals = [json.loads(line) for line in (out / "totals.jsonl").read_text().splitlines()]
     assert totals == in_order_run(arrival)["totals"]

@@ -8,11 +8,12 @@ from flamespark.core.errors import InputError
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.loader import load_module
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLES = REPOSITORY / "examples"
 TUNED = REPOSITORY / "benchmarks" / "inverted_index_tuned.py"
 
 
+@pytest.mark.slow
 def test_core_bench_reports_every_run(tmp_path):
     """A reorder latency above every delay: no event is late, so every pair of runs must agree."""
     docs = [{"ts": i * 50, "doc_id": i, "text": f"word{i % 3} shared text {i}"} for i in range(12)]

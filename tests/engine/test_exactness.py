@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 import flamespark as fs
 from tests import graphs
 from tests.strategies import disordered, in_order_events, unique_documents
-from tests.reference import reference_run
+from tests.oracles.reference import reference_run
 
 MODES = ["optimistic", "buffered"]
 NUMBER_GRAPHS = [graphs.running_sum, graphs.window3, graphs.chained_stateful, graphs.tally_in_place]

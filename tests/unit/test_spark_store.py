@@ -14,7 +14,7 @@ from flamespark.engines.spark.processors.buckets import StageState
 from flamespark.engines.spark.rows import OUT, bundle_records, pack_meta
 from operators import DictState, StatefulLoop, WindowedGrouping
 from tests.graphs import running_sum_update
-from tests.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombstone_of
+from tests.unit.test_store import OPERATORS, barrier_steps, item, keyed_steps, tombstone_of
 
 
 class DictMap:

@@ -17,7 +17,7 @@ from flamespark.tools.bench_plots import plot_batches
 from flamespark.tools.bench_report import markdown as markdown_of
 from flamespark.tools.disorder import disorder_events
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = f"{ROOT / 'examples' / 'inverted_index.py'}:graph"
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 
@@ -213,6 +213,8 @@ def test_bad_sweeps_are_rejected(text):
         sweep_points(text)
 
 
+@pytest.mark.spark  # in processes of their own, without the spark fixture
+@pytest.mark.slow
 def test_scaling_runs_the_same_spark_run_on_each_master(tmp_path, events_file):
     out, report = bench(tmp_path, events_file, "--scaling", "local[1],local[2]")
     scaling = report["scaling"]

@@ -259,7 +259,7 @@ def test_bad_update_results_are_explained(update, message):
 
 
 def test_cancel_pairs_drops_a_retraction_and_its_identical_remake():
-    from tests.literal_stateful import cancel_pairs
+    from tests.oracles.literal_stateful import cancel_pairs
 
     old, new = item(1, "x"), item(2, "y")
     kept = cancel_pairs([tombstone_of(old), tombstone_of(new), new, old, item(3, "z")])

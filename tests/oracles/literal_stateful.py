@@ -1,7 +1,7 @@
 """The paper's stateful operator, literally: a window-2 grouping, a combine map and a feedback edge.
 
 The product runs `operators.StatefulLoop`, which keeps a key's history as a
-log of steps; this is the construction it must agree with (tests/test_literal.py).
+log of steps; this is the construction it must agree with (tests/unit/test_literal.py).
 Per key a window-2 `Bucket` holds input items and the state items fed back
 by the combine map, each state right after the item that made it. The
 combine map acts only on windows `(item,)` and `(state, item)`; a tombstone

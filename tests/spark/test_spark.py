@@ -38,13 +38,13 @@ from flamespark.engines.spark.partitioning import spark_partition, spread_keys
 from flamespark.engines.spark.session import LOG_FILE, check_java
 from flamespark.engines.spark.topology import Topology
 from flamespark.tools.runner import run_to_directory
-from tests import graphs
+from tests import graphs, processes
 from tests.graphs import running_sum_update
 from tests.processes import wait_for
-from tests.changelog_checks import check_changelog
-from tests.reference import reference_run
+from tests.oracles.changelog_checks import check_changelog
+from tests.oracles.reference import reference_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PIPELINE = "examples/running_sum.py:graph"
 TIMEOUT = 900
 
@@ -598,8 +598,8 @@ def cli_command(events, out, checkpoint):
 def run_on_terminal(command):
     """Run `command` with its stderr on a pseudo-terminal; returns (exit code, what the terminal got)."""
     terminal, child_end = pty.openpty()
-    process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=child_end, start_new_session=True)
+    process = processes.start(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=child_end)
     os.close(child_end)
     received = b""
     try:
@@ -621,8 +621,7 @@ def run_on_terminal(command):
 def start_cli(command, stderr):
     """`command` in a session of its own (so that a signal can reach its whole process group), stderr to a file."""
     with open(stderr, "wb") as log:
-        return subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                start_new_session=True)
+        return processes.start(command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
 
 
 def written_parts(checkpoint) -> int:
@@ -713,7 +712,7 @@ def test_cli_without_java_says_so_in_one_line(tmp_path):
     env = dict(os.environ, PATH=str(tmp_path / "no-java-here"))
     env.pop("JAVA_HOME", None)
     command = cli_command(write_readings(tmp_path / "events.jsonl"), tmp_path / "out", tmp_path / "checkpoint")
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    done = processes.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "flamespark: error: the Spark engine needs a Java 17+ runtime and none was found: install one "

@@ -22,6 +22,7 @@ def shape(value):
     return type(value).__name__, value
 
 
+@pytest.mark.slow  # 300 examples
 @settings(max_examples=300, deadline=None)
 @given(PAYLOADS)
 def test_unpack_gives_back_what_pack_encoded(payload):

@@ -8,13 +8,13 @@ import gzip
 import io
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from flamespark.tools import wikipedia as we
+from tests import processes
 from tests.samples import WIKI_SAMPLE as SAMPLE
 
 COMMAND = [sys.executable, "-m", "flamespark.tools.wikipedia"]
@@ -104,9 +104,9 @@ def test_cli_subprocess_summary_and_help(tmp_path):
     dump = tmp_path / "tiny.xml.bz2"
     dump.write_bytes(bz2.compress(dump_xml("".join(UNICODE_PAGES)).encode("utf-8")))
     out = tmp_path / "tiny.jsonl"
-    proc = subprocess.run([*COMMAND, str(dump), "--out", str(out),
-                           "--interval-ms", "7"],
-                          capture_output=True, text=True, timeout=60)
+    proc = processes.run([*COMMAND, str(dump), "--out", str(out),
+                          "--interval-ms", "7"],
+                         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     summary = proc.stderr.strip().splitlines()
@@ -114,15 +114,15 @@ def test_cli_subprocess_summary_and_help(tmp_path):
     assert "wrote 2 events" in summary[0] and str(out) in summary[0]
     assert [e["ts"] for e in read_events(out)] == [0, 7]
 
-    helptext = subprocess.run([*COMMAND, "--help"],
-                              capture_output=True, text=True, timeout=60)
+    helptext = processes.run([*COMMAND, "--help"],
+                             capture_output=True, text=True, timeout=60)
     assert helptext.returncode == 0
     for option in ("--out", "--interval-ms", "--synthetic", "--seed", "DUMP"):
         assert option in helptext.stdout
 
-    failing = subprocess.run([*COMMAND, str(tmp_path / "nope.xml"),
-                              "--out", str(tmp_path / "x.jsonl")],
-                             capture_output=True, text=True, timeout=60)
+    failing = processes.run([*COMMAND, str(tmp_path / "nope.xml"),
+                             "--out", str(tmp_path / "x.jsonl")],
+                            capture_output=True, text=True, timeout=60)
     assert failing.returncode == 1
     assert "nope.xml" in failing.stderr and not (tmp_path / "x.jsonl").exists()
 

@@ -37,7 +37,7 @@ class StatefulLoop(KeyedOperator):
     def dump_bucket(self, log: StateLog) -> list:
         return dump_log(log)
 
-    def run(self, item, previous) -> Step:
+    def combine(self, item, previous) -> Step:
         """The combine map, with which a key's log applies items: `update` on `item` after step `previous` (None
         for a key's first item)."""
         if previous is None:

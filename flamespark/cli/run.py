@@ -9,7 +9,7 @@ from flamespark.cli.arguments import PIPELINE_HELP, non_negative_int, positive_f
 from flamespark.core.errors import OptionError
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.options import ENGINES, MODES, SPARK_OPTIONS
-from flamespark.runtime.progress import POLICIES
+from flamespark.runtime.punctuations import POLICIES
 
 
 def _input_pair(text: str) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from flamespark.runtime.heap import collect_if_crowded, collections_paused
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
-from flamespark.runtime.progress import SourceProgress
+from flamespark.runtime.punctuations import Punctuations
 from flamespark.runtime.status_line import status_line
 
 
@@ -76,7 +76,7 @@ class LocalRun:
         self.plan = build_plan(graph, options.mode)
         self.states = {name: op.new_state() for name, op in self.plan.operators.items() if op.boundary}
         self.sources = graph.sources
-        self.progress = SourceProgress(self.sources, options.reorder_latency, options.late)
+        self.punctuations = Punctuations(self.sources, options.reorder_latency, options.late)
         self.punctuate_every = options.punctuate_every
         self.rate = options.rate
         self.shows_progress = options.shows_progress
@@ -92,7 +92,7 @@ class LocalRun:
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.latencies_ms = array("d")  # 8 bytes an output, where a list of floats takes 32
         self.events = 0
-        self.punctuations = 0
+        self.issued_count = 0  # punctuations issued
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
         buffers = {buffer.name for buffer in self.plan.buffers()}
@@ -137,11 +137,11 @@ class LocalRun:
 
     def _run_unpaced(self, events):
         # `apply` of one event, whose admitted list is empty before and after: nothing waits in an unpaced run.
-        admit, deliver = self.progress.admit, self._deliver
+        admit, deliver = self.punctuations.admit, self._deliver
         since_punctuation = 0
         for source, event in events:
             if event is None:
-                self.progress.end(source)
+                self.punctuations.end(source)
                 continue
             item = admit(source, *event, clock.perf_counter())
             if item is not None:
@@ -158,7 +158,7 @@ class LocalRun:
         position = 0
         for source, event in events:
             if event is None:
-                self.progress.end(source)
+                self.punctuations.end(source)
                 continue
             due = started + position * interval
             position += 1
@@ -192,7 +192,7 @@ class LocalRun:
     def apply(self, events, behind: bool = False):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
         admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
-        admit = self.progress.admit
+        admit = self.punctuations.admit
         admitted = self.admitted
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
@@ -201,8 +201,8 @@ class LocalRun:
         if len(admitted) > 1:
             admitted.sort(key=_identity)
         if behind:
-            self.progress.advance()
-            final = bisect_right(admitted, self.progress.time(), key=_time)
+            self.punctuations.advance()
+            final = bisect_right(admitted, self.punctuations.time(), key=_time)
             admitted, self.admitted = admitted[:final], admitted[final:]
         else:
             self.admitted = []
@@ -227,12 +227,12 @@ class LocalRun:
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
         collect_if_crowded()
-        self.progress.advance()
-        time = self.progress.time()
+        self.punctuations.advance()
+        time = self.punctuations.time()
         if time <= self.issued:
             return
         self.issued = time
-        self.punctuations += 1
+        self.issued_count += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
         sent = False  # every operator was flushed at the end of the last step: until one sends, none need be
         for take, flush, punctuate, state, send, waiting, at_inf in self._operators:
@@ -282,7 +282,7 @@ class LocalRun:
     def status(self) -> str:
         """The run's progress, for a status line: it reads counters only."""
         return (f"{self.events} event(s) applied, {self.barrier.released} result(s) released, "
-                f"{len(self.progress.dead_letters)} late")
+                f"{len(self.punctuations.dead_letters)} late")
 
     def note_buffered(self):
         buffered = len(self.barrier)
@@ -295,11 +295,11 @@ class LocalRun:
         barrier = self.barrier
         metrics = run_metrics(
             events=self.events, arrived=barrier.arrived, tombstones=barrier.tombstones, released=barrier.released,
-            late_dropped=len(self.progress.dead_letters), late_adjusted=self.progress.counts()["late_adjusted"],
+            late_dropped=len(self.punctuations.dead_letters), late_adjusted=self.punctuations.counts()["late_adjusted"],
             peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
-            rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
+            rounds=self.issued_count, engine={"name": "local", "punctuations": self.issued_count},
         )
-        result = Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms.tolist())
+        result = Result(self.outputs, list(self.punctuations.dead_letters), metrics, self.latencies_ms.tolist())
         if self.changelog is not None:
             self.changelog.fill(result)
         return result

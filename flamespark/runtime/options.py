@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 
 from flamespark.core.errors import OptionError
-from flamespark.runtime.progress import POLICIES
+from flamespark.runtime.punctuations import POLICIES
 
 ENGINES = ("local", "spark")
 MODES = ("optimistic", "buffered")

@@ -85,7 +85,7 @@ def _turns(run: LocalRun, groups: list, behind: list):
     for group, late in zip(groups, behind):
         run.apply([("numbers", ts, payload, 0.0) for ts, payload in group], behind=late)
         run.punctuate()
-    run.progress.end("numbers")
+    run.punctuations.end("numbers")
     run.apply([])
     run.punctuate()
     return run.result(0.0)

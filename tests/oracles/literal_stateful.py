@@ -32,7 +32,7 @@ class LiteralStatefulLoop(KeyedOperator):
     def new_bucket(self):
         return FeedbackBucket()
 
-    def run(self, window, tombstone, outputs):
+    def combine(self, window, tombstone, outputs):
         """The combine map on one window change: adds the outputs it makes (or retracts) to `outputs`; returns the
         state item to feed back, if any."""
         item = window[-1]
@@ -61,11 +61,11 @@ class FeedbackBucket(Bucket):
     def __init__(self):
         super().__init__(2)
 
-    def add(self, item, run) -> list:
+    def add(self, item, combine) -> list:
         outputs, feedback = [], [item]
         while feedback:
             for tombstone, window in self.changes(feedback.pop()):
-                state = run(window, tombstone, outputs)
+                state = combine(window, tombstone, outputs)
                 if state is not None:
                     feedback.append(state)
         return cancel_pairs(outputs)

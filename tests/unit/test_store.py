@@ -301,12 +301,12 @@ def test_an_item_appended_in_order_drops_the_decoded_state_before_it_and_a_rerun
     operator = StatefulLoop("sums", key=lambda v: 0, update=collect)
     log = operator.new_bucket()
     for ts in (1, 3, 5):
-        log.add(item(ts, ts), operator.run)
+        log.add(item(ts, ts), operator.combine)
     assert [step.state is UNDECODED for step in log.steps] == [True, True, False]
-    removed = log.add(tombstone_of(log.steps[-1].item), operator.run) + log.flush(operator.run)
+    removed = log.add(tombstone_of(log.steps[-1].item), operator.combine) + log.flush(operator.combine)
     assert [(output.tombstone, output.payload) for output in removed] == [(True, 9)]
     assert [step.state is UNDECODED for step in log.steps] == [True, True]  # the step at 3 is last, encoded
-    assert [output.payload for output in log.add(item(6, 6), operator.run)] == [10]
-    made = log.add(item(4, 4), operator.run)  # re-runs from the step at 3, whose state it decodes
+    assert [output.payload for output in log.add(item(6, 6), operator.combine)] == [10]
+    made = log.add(item(4, 4), operator.combine)  # re-runs from the step at 3, whose state it decodes
     assert [(output.tombstone, output.payload) for output in made] == [(False, 8), (True, 10), (False, 14)]
     assert log.steps[-1].state == [1, 3, 4, 6]

@@ -1,6 +1,6 @@
-"""Source progress: late events, item meta and each source's punctuation, written once for every engine.
+"""Each source's punctuation, late events and item meta, written once for every engine.
 
-An engine hands a `SourceProgress` every event in arrival order (`admit`)
+An engine hands a `Punctuations` every event in arrival order (`admit`)
 and every end of input (`end`); at each punctuation point it calls
 `advance` and issues `time()`, the punctuation all sources support. The
 local engine keeps one for the whole run; the Spark engine rebuilds one per
@@ -48,8 +48,9 @@ class _Source:
     last_seen: int | None = None  # the caller's clock (ms) at its latest event or end, if idle sources are passed
 
 
-class SourceProgress:
-    """The progress of a group of sources: late policy, event minting and punctuations.
+class Punctuations:
+    """The punctuations of a group of sources, and what they decide: which events are late (the late policy),
+    and the items the others become (event minting).
 
     A source that has seen events up to `max_ts` promises nothing earlier
     than `max_ts - reorder_latency` will come: events may be up to
@@ -68,9 +69,9 @@ class SourceProgress:
     that long on `clock_ms` (a callable giving the caller's time in ms)
     stops holding the others back: `advance` raises its punctuation to the
     lowest of the other sources'. Its silence counts from the first time
-    the progress hears of it or of the clock.
+    it hears of the source or of the clock.
 
-    A progress that sees one of the disjoint parts an engine splits its
+    A `Punctuations` that sees one of the disjoint parts an engine splits its
     sources' events into (the Spark engine's ingest partitions) judges
     lateness by that part alone; the engine then gives each event's position
     in its source, and `expected` counts that part's events.
@@ -81,7 +82,7 @@ class SourceProgress:
     def __init__(self, sources, reorder_latency: int = 0, late: str = "drop", expected: dict | None = None,
                  idle_timeout: float | None = None, clock_ms=None):
         if idle_timeout is not None and clock_ms is None:
-            raise InternalError("SourceProgress: an idle timeout needs a clock")
+            raise InternalError("Punctuations: an idle timeout needs a clock")
         self.reorder_latency = reorder_latency
         self.late = late
         self.expected = expected or {}
@@ -93,7 +94,7 @@ class SourceProgress:
 
     def admit(self, source: str, ts: int, payload, arrival: float, position: int | None = None) -> Item | None:
         """The event as an item with its meta, or None if it is late and dropped. Its `position` in its
-        source's arrival order is, if not given, how many of the source's events this progress saw before."""
+        source's arrival order is, if not given, how many of the source's events this saw before."""
         state = self._sources[source]  # `_heard`, inlined: this runs for every event
         if self.idle_ms is not None:
             state.last_seen = self.clock_ms()
@@ -151,14 +152,14 @@ class SourceProgress:
         return {"sources": {source: asdict(state) for source, state in self._sources.items()}}
 
     def restore(self, snapshot: dict):
-        """Take up where the progress that made `snapshot` left off."""
+        """Take up where the `Punctuations` that made `snapshot` left off."""
         for source, known in snapshot["sources"].items():
             if source in self._sources:
                 self._sources[source] = _Source(**known)
         self._time = self._lowest()
 
     def resume(self, source: str, received: int, latest: int | None):
-        """Take up `source` after `received` events that another progress saw and advanced past, the latest
+        """Take up `source` after `received` events that another `Punctuations` saw and advanced past, the latest
         at time `latest` (None if none); its counts start from zero."""
         state = self._heard(source)
         state.received, state.max_ts = received, latest

@@ -27,9 +27,10 @@ time.sleep(600)
 """
 
 
-def test_hangs_with_a_child_and_a_grandchild(tmp_path):
-    child = processes.start([sys.executable, "-c", FAMILY], stdout=open({pids!r}, "w"))
-    Path({pids!r}).with_suffix(".child").write_text(str(child.pid))
+def test_hangs_with_a_child_and_a_grandchild():
+    with open({grandchild!r}, "w") as grandchild_pid:
+        child = processes.start([sys.executable, "-c", FAMILY], stdout=grandchild_pid)
+    Path({child!r}).write_text(str(child.pid))
     time.sleep(600)
 '''
 
@@ -57,16 +58,17 @@ def wait_until(condition, timeout: float, what: str):
     (signal.SIGKILL, ["child"]),  # no teardown: the kernel kills the child (a grandchild must watch its parent)
 ], ids=["ctrl-c", "kill"])
 def test_children_die_with_an_interrupted_test_run(tmp_path, stop, dies):
-    pids = tmp_path / "family.pids"
-    (tmp_path / "test_hanging.py").write_text(HANGING_TEST.format(pids=str(pids)))
+    child_file, grandchild_file = tmp_path / "child.pid", tmp_path / "grandchild.pid"
+    test_file = tmp_path / "test_hanging.py"
+    test_file.write_text(HANGING_TEST.format(child=str(child_file), grandchild=str(grandchild_file)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")])))
-    run = processes.start([sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_hanging.py")], cwd=tmp_path, env=env, stdout=open(tmp_path / "log", "w"),
-                          stderr=open(tmp_path / "err", "w"))
-    child_file = pids.with_suffix(".child")
-    wait_until(lambda: child_file.exists() and pids.exists() and pids.read_text().strip(), 120,
+    # tests.conftest as a plugin: the hanging test has the suite's fixtures, the one that stops children too
+    with open(tmp_path / "pytest.log", "w") as log:
+        run = processes.start([sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider",
+                               str(test_file)], cwd=tmp_path, env=env, stdout=log, stderr=log)
+    wait_until(lambda: child_file.exists() and grandchild_file.exists() and grandchild_file.read_text().strip(), 120,
                "the hanging test's child and grandchild")
-    family = {"child": int(child_file.read_text()), "grandchild": int(pids.read_text())}
+    family = {"child": int(child_file.read_text()), "grandchild": int(grandchild_file.read_text())}
     assert all(alive(pid) for pid in family.values())
     os.kill(run.pid, stop)
     run.wait(timeout=60)

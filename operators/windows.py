@@ -270,9 +270,17 @@ class FixedWindows(WindowBucket):
             window = by_start.get(start)
             if window is None:
                 window = by_start[start] = Window(start, start + size)
-            window.insert(item)
-            if not window.changed:
-                self._mark(window)
+            keys = window.keys
+            identity = (item.meta, item.data)
+            if keys and identity < keys[-1]:
+                window.insert(item)
+            else:  # `insert`, inlined for an item in order
+                keys.append(identity)
+                window.items.append(item)
+            if not window.changed:  # `_mark`, inlined
+                window.changed = True
+                self.changed.append(window)
+                self.dirty = True
             start -= slide
 
     def _remove(self, item) -> bool:
@@ -486,14 +494,12 @@ class WindowOperator(KeyedOperator):
         folded = window.folded
         if folded:
             acc, arrival = window.acc, window.arrival
-            added = items[folded:]
         else:
             acc, arrival = aggregate.start(), 0.0
-            added = items
-        acc = aggregate.fold(acc, added, self.failure)
-        for item in added:
-            if item.arrival > arrival:
-                arrival = item.arrival
+        acc = aggregate.fold(acc, items, folded, self.failure)
+        for index in range(folded, len(items)):
+            if items[index].arrival > arrival:
+                arrival = items[index].arrival
         window.acc, window.folded, window.arrival = acc, len(items), arrival
         value = self._finished(acc, items[-1]) if aggregate.finishes else acc
         if window.meta is None:

@@ -169,7 +169,7 @@ class WindowBucket:
             if old is not None:
                 if old.data == new.data and old.meta == new.meta:
                     continue
-                out.append(tombstone(old))
+                out.append(Item(old.meta, old.payload, old.data, True, old.arrival))  # `tombstone(old)`, inlined
             window.emitted = new
             made.append(new)
         if retired:

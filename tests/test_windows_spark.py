@@ -64,7 +64,7 @@ def test_windows_and_joins_on_spark_match_the_in_order_program_and_the_local_eng
     events, clicks = in_order(rnd, 40), in_order(rnd, 15)
     arrival = {"events": disorder(events, rnd), "clicks": disorder(clicks, rnd)}
     result = fs.run(graph(), arrival, engine="spark", spark=spark, shards=2, timeout=900, mode=mode,
-                    reorder_latency=LATENCY, max_rows_per_batch=10, changes=True)
+                    reorder_latency=LATENCY, max_rows_per_batch=16, changes=True)
     outputs = result.outputs
     counts = reference_windows(events, "tumbling", {"size": 5}, "count")
     assert_same_results(outputs["counts"], counts, window_time)

@@ -15,7 +15,11 @@ impression it came from). Three sinks:
   come, and not later, since none can count any more.
 - `ctr_per_hour`: per ad and hour, the click-through rate (a left interval
   join that decides, for every impression, whether it was clicked, then a
-  tumbling window over those decisions).
+  tumbling window over those decisions). A decision is an event of its own
+  time: a click's, or for an impression without one, an hour after it was
+  shown. So an hour counts the impressions decided in it, and the first hour
+  only those clicked (no "no click" is decided before an hour has passed):
+  read the rates from the second hour on.
 
 Every result is what an in-order run would give: a click that arrives late
 is still counted in its own minute, and an impression's "no click" is never

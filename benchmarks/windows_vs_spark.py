@@ -58,7 +58,7 @@ from flamespark.tools.bench import processed_per_s
 from flamespark.tools.disorder import disorder_pairs
 from flamespark.tools.machine import machine
 
-SOURCE, SINK = "events", "counts"
+from windows_local import SINK, SOURCE, count_graph  # the same query as the local benchmark's
 
 
 # --- the input -----------------------------------------------------------------------------------------------
@@ -103,18 +103,6 @@ def closing_positions(pairs: list, ends, reorder_latency: int) -> dict:
 
 
 # --- the two systems ------------------------------------------------------------------------------------------
-
-def count_graph(size: int):
-    import flamespark as fs
-
-    graph = fs.Graph("windowed_count")
-    graph.source(SOURCE).tumbling_window(key=_key, size=size, name="per_key").count().sink(SINK)
-    return graph
-
-
-def _key(key: int) -> int:
-    return key
-
 
 def clock_anchor(checkpoint: Path) -> float:
     """When the replay clock started (s since the epoch): the second micro-batch's timestamp in Spark's

@@ -9,7 +9,7 @@ float addition is not associative.
 >>> from flamespark.core.items import Item, Meta
 >>> items = [Item(Meta(ts, "s", 0), {"v": ts}, b"") for ts in (1, 2, 4)]
 >>> mean = Aggregate.mean(lambda p: p["v"])
->>> acc = mean.fold(mean.start(), items, None)
+>>> acc = mean.fold(mean.start(), items, 0, None)
 >>> mean.finish(acc)
 2.3333333333333335
 """
@@ -34,13 +34,14 @@ class Aggregate:
     user's function), and `kind` the aggregate as graphs draw it.
     """
 
-    __slots__ = ("add", "zero", "merge", "_finish", "role", "kind", "_fresh")
+    __slots__ = ("add", "zero", "merge", "_finish", "finishes", "role", "kind", "_fresh")
 
     def __init__(self, add, zero=None, merge=None, finish=None, role="add", kind="aggregate"):
         self.add = add
         self.zero = zero
         self.merge = merge
         self._finish = finish
+        self.finishes = finish is not None  # whether a user's `finish` makes the value (its errors name it)
         self.role = role
         self.kind = kind
         self._fresh = type(zero) not in IMMUTABLE
@@ -49,13 +50,14 @@ class Aggregate:
         """The accumulator a fold starts from: `zero`, or a deep copy of it if `add` could change it in place."""
         return copy.deepcopy(self.zero) if self._fresh else self.zero
 
-    def fold(self, acc, items, failure):
-        """`acc` after adding the payloads of `items` in order; `failure(role, exc, item)` makes the error to
-        raise when the user's function raises on an item."""
+    def fold(self, acc, items, start, failure):
+        """`acc` after adding the payloads of `items[start:]` in order; `failure(role, exc, item)` makes the
+        error to raise when the user's function raises on an item."""
         add = self.add
         item = None
         try:
-            for item in items:
+            for index in range(start, len(items)):
+                item = items[index]
                 acc = add(acc, item.payload)
         except FlameSparkError:
             raise
@@ -66,11 +68,6 @@ class Aggregate:
     def finish(self, acc):
         """The window's value from its accumulator."""
         return acc if self._finish is None else self._finish(acc)
-
-    @property
-    def finishes(self) -> bool:
-        """Whether a user's `finish` function makes the value (whose errors name it)."""
-        return self._finish is not None
 
     @classmethod
     def count(cls) -> "Aggregate":
@@ -126,8 +123,8 @@ class _Count(Aggregate):
     def __init__(self):
         super().__init__(None, 0, kind="count")
 
-    def fold(self, acc, items, failure):
-        return acc + len(items)
+    def fold(self, acc, items, start, failure):
+        return acc + len(items) - start
 
 
 def _mean(acc):

@@ -32,7 +32,7 @@ class Window:
     """One window of one key: its items in meta order (`keys` holds their identities), how many of them `acc`
     has folded, the latest arrival among those, and the result last emitted (None before the first)."""
 
-    __slots__ = ("start", "end", "keys", "items", "acc", "folded", "arrival", "emitted", "changed", "tiebreak")
+    __slots__ = ("start", "end", "keys", "items", "acc", "folded", "arrival", "emitted", "changed", "meta", "prefix")
 
     def __init__(self, start: int, end: int):
         self.start = start
@@ -44,7 +44,10 @@ class Window:
         self.arrival = 0.0
         self.emitted = None
         self.changed = False
-        self.tiebreak = None  # of its result's meta, once made (it depends on the key and `start`)
+        # Its result's meta and the encoding of its payload up to the value, once made; they depend on the key and
+        # the bounds, so a session whose bounds change drops them.
+        self.meta = None
+        self.prefix = None
 
     def insert(self, item):
         """Add `item` in its place; a place before what `acc` folded makes the next fold start afresh."""
@@ -154,7 +157,8 @@ class WindowBucket:
         """The results the changes since the last flush make: tombstones for results that no longer hold, then
         the new results. `run(bucket, window)` makes a window's result."""
         changed, retired = self.changed, self.retired
-        self.changed, self.retired, self.dirty = [], [], None
+        self.changed, self.dirty = [], None
+        out = []
         made = []
         for window in changed:
             window.changed = False
@@ -165,12 +169,18 @@ class WindowBucket:
             if old is not None:
                 if old.data == new.data and old.meta == new.meta:
                     continue
-                retired.append(old)
+                out.append(tombstone(old))
             window.emitted = new
             made.append(new)
-        if retired and made:
-            made = _cancel_equal(retired, made)
-        return [*map(tombstone, retired), *made] if retired else made
+        if retired:
+            self.retired = []
+            if made:
+                made = _cancel_equal(retired, made)
+            out += map(tombstone, retired)
+        if out:
+            out += made
+            return out
+        return made
 
     def collect(self, time) -> int:
         """Forget the windows whose last instant is at or before `time`; returns orphan tombstones seen."""
@@ -253,14 +263,25 @@ class FixedWindows(WindowBucket):
         return self.by_start.values()
 
     def _insert(self, item):
-        by_start, size = self.by_start, self.spec.size
-        for start in self.spec.starts(item.meta[0]):
+        by_start, size, slide = self.by_start, self.spec.size, self.spec.slide
+        ts = item.meta[0]
+        start = ts - ts % slide  # `spec.starts`, inlined: it runs for every event
+        while start > ts - size:
             window = by_start.get(start)
             if window is None:
                 window = by_start[start] = Window(start, start + size)
-            window.insert(item)
-            if not window.changed:
-                self._mark(window)
+            keys = window.keys
+            identity = (item.meta, item.data)
+            if keys and identity < keys[-1]:
+                window.insert(item)
+            else:  # `insert`, inlined for an item in order
+                keys.append(identity)
+                window.items.append(item)
+            if not window.changed:  # `_mark`, inlined
+                window.changed = True
+                self.changed.append(window)
+                self.dirty = True
+            start -= slide
 
     def _remove(self, item) -> bool:
         identity = (item.meta, item.data)
@@ -361,10 +382,10 @@ class SessionWindows(WindowBucket):
 
     def _bound(self, session):
         """Set the session's bounds from its items."""
-        start = session.items[0].meta[0]
-        if start != session.start:
-            session.start, session.tiebreak = start, None
-        session.end = session.items[-1].meta[0] + self.gap
+        start, end = session.items[0].meta[0], session.items[-1].meta[0] + self.gap
+        if start != session.start or end != session.end:
+            session.start, session.end = start, end
+            session.meta = session.prefix = None
 
     def _forget(self, time):
         self.sessions = [session for session in self.sessions if session.end - 1 > time]
@@ -384,9 +405,13 @@ class Tumbling:
 
     def __init__(self, size: int):
         self.size = size
+        self.slide = size
 
-    def starts(self, ts: int) -> tuple:
-        return (ts - ts % self.size,)
+    def starts(self, ts: int) -> range:
+        """The starts of the windows holding `ts`, latest first."""
+        slide = self.slide
+        last = ts - ts % slide
+        return range(last, ts - self.size, -slide)
 
     def new_bucket(self) -> FixedWindows:
         return FixedWindows(None, self)
@@ -406,11 +431,6 @@ class Hopping(Tumbling):
     def __init__(self, size: int, slide: int):
         super().__init__(size)
         self.slide = slide
-
-    def starts(self, ts: int) -> range:
-        slide = self.slide
-        last = ts - ts % slide
-        return range(last, ts - self.size, -slide)
 
     def describe(self) -> str:
         return f"hopping {self.size} ms every {self.slide} ms"
@@ -432,6 +452,10 @@ class Sessions:
 
     def describe(self) -> str:
         return f"session gap {self.gap} ms"
+
+
+_RESULT_HEADER = b"\x84" + pack("key")  # a map of four entries, then its first key
+_START, _END, _VALUE = pack("start"), pack("end"), pack("value")
 
 
 class WindowOperator(KeyedOperator):
@@ -470,32 +494,35 @@ class WindowOperator(KeyedOperator):
         folded = window.folded
         if folded:
             acc, arrival = window.acc, window.arrival
-            added = items[folded:]
         else:
             acc, arrival = aggregate.start(), 0.0
-            added = items
-        acc = aggregate.fold(acc, added, self.failure)
-        for item in added:
-            if item.arrival > arrival:
-                arrival = item.arrival
+        acc = aggregate.fold(acc, items, folded, self.failure)
+        for index in range(folded, len(items)):
+            if items[index].arrival > arrival:
+                arrival = items[index].arrival
         window.acc, window.folded, window.arrival = acc, len(items), arrival
-        if bucket.key_data is None:
-            bucket.key_data = self.key_of(items[0])
-            bucket.key = unpack(bucket.key_data)
         value = self._finished(acc, items[-1]) if aggregate.finishes else acc
-        if window.tiebreak is None:
-            window.tiebreak = event_tiebreak(bucket.key_data + pack(window.start))
-        end = window.end
-        meta = new_meta(Meta, (end - 1, self.name, window.tiebreak))
-        payload = {"key": bucket.key, "start": window.start, "end": end, "value": value}
+        if window.meta is None:
+            self._place(bucket, window)
+        payload = {"key": bucket.key, "start": window.start, "end": window.end, "value": value}
         try:
-            data = pack(payload)
+            data = window.prefix + pack(value)  # `pack(payload)`, of which the window keeps all but the value's
         except (TypeError, ValueError, OverflowError):
             data = encode(payload, self.name, items[-1].meta, "a window's value")  # raises, naming the event
         if type(value) not in IMMUTABLE or type(bucket.key) not in IMMUTABLE:
             # What leaves must not change with the accumulator (which `add` may change in place) or the key.
             payload = unpack(data)
-        return Item(meta, payload, data, False, arrival)
+        return Item(window.meta, payload, data, False, arrival)
+
+    def _place(self, bucket, window):
+        """Set the window's result meta, `(end - 1, operator, hash of key and start)`, and the encoding of its
+        result's payload up to the value (as `pack` encodes a dict: a map header, then each key and value)."""
+        if bucket.key_data is None:
+            bucket.key_data = self.key_of(window.items[0])
+            bucket.key = unpack(bucket.key_data)
+        start, end = window.start, window.end
+        window.meta = new_meta(Meta, (end - 1, self.name, event_tiebreak(bucket.key_data + pack(start))))
+        window.prefix = b"".join((_RESULT_HEADER, bucket.key_data, _START, pack(start), _END, pack(end), _VALUE))
 
     def _finished(self, acc, last):
         try:

@@ -2,7 +2,9 @@
 
     python examples/ad_clicks.py                     # 3 hours of made-up traffic, 30 % of it late
     python examples/ad_clicks.py --disorder 0        # the same, in event-time order: the same results
-    flamespark run examples/ad_clicks.py:graph --input impressions=imp.jsonl --input clicks=clicks.jsonl --out out/
+    python examples/ad_clicks.py --write-input input/     # also writes its events as JSONL, then:
+    flamespark run examples/ad_clicks.py:graph --input impressions=input/impressions.jsonl \\
+        --input clicks=input/clicks.jsonl --reorder-latency 120000 --out out/
 
 Two sources: `impressions` (an ad was shown: `{"impression", "ad", "ts"}`)
 and `clicks` (a shown ad was clicked: `{"impression", "ad", "ts"}`, naming the

@@ -2,7 +2,9 @@
 
     python examples/sessions.py                       # 200 users over a day, 30 % of the clicks late
     python examples/sessions.py --disorder 0          # in event-time order: the same sessions
-    flamespark run examples/sessions.py:graph --input clicks=clicks.jsonl --out out/
+    python examples/sessions.py --write-input input/     # also writes its events as JSONL, then:
+    flamespark run examples/sessions.py:graph --input clicks=input/clicks.jsonl \\
+        --reorder-latency 1800000 --out out/
 
 Each event is a page view `{"user", "page"}`. A session window per user
 collects the views less than 30 minutes apart; the window is `[first view,

@@ -2,7 +2,9 @@
 
     python examples/smart_meters.py                   # 50 meters, 10 days of hourly readings, 30 % of them late
     python examples/smart_meters.py --disorder 0      # in event-time order: the same results
-    flamespark run examples/smart_meters.py:graph --input readings=readings.jsonl --out out/
+    python examples/smart_meters.py --write-input input/     # also writes its events as JSONL, then:
+    flamespark run examples/smart_meters.py:graph --input readings=input/readings.jsonl \\
+        --reorder-latency 21600000 --out out/
 
 A smart meter reports its cumulative consumption about once an hour
 (`{"meter", "kwh"}`, `kwh` the meter's total so far). A meter that starts to

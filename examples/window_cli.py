@@ -12,6 +12,8 @@ of an in-order run only when none is.
 {'a': [(0, 'x'), (1, 'y')], 'b': []}
 """
 import argparse
+import json
+from pathlib import Path
 
 import flamespark as fs
 from flamespark.cli.arguments import DefaultsHelpFormatter, non_negative_float, non_negative_int, percent, positive_int
@@ -32,6 +34,9 @@ def parser(description: str, *, stddev_ms: float, reorder_latency: int) -> argpa
                       help="optimistic (retract and recompute) or buffered (sort in front of each window)")
     made.add_argument("--engine", choices=["local", "spark"], default="local", help="where to run")
     made.add_argument("--show", metavar="N", type=positive_int, default=5, help="results to print per sink")
+    made.add_argument("--write-input", metavar="DIR", type=Path,
+                      help="also write each source's events, in arrival order, to DIR/SOURCE.jsonl (for `flamespark "
+                           "run` or `flamespark bench`; each line is the payload with its \"ts\")")
     return made
 
 
@@ -42,10 +47,26 @@ def disordered(inputs: dict, percent: float, stddev_ms: float, seed: int) -> dic
             for index, (name, pairs) in enumerate(inputs.items())}
 
 
+def write_jsonl(inputs: dict, directory: Path) -> dict:
+    """Write each source's `(ts, payload)` pairs to `directory/SOURCE.jsonl`, one `{"ts": ts, **payload}` a
+    line (the payload is a dict); returns the paths by source."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, pairs in inputs.items():
+        paths[name] = directory / f"{name}.jsonl"
+        with open(paths[name], "w") as out:
+            for ts, payload in pairs:
+                out.write(json.dumps({**payload, "ts": ts}) + "\n")
+    return paths
+
+
 def run_and_show(graph, inputs: dict, args) -> fs.Result:
     """Run `graph` over `inputs` (in order) made out of order as `args` say, and print what came out."""
     arrival = disordered(inputs, args.disorder, args.stddev_ms, args.seed)
     events = sum(map(len, arrival.values()))
+    if args.write_input:
+        for name, path in write_jsonl(arrival, args.write_input).items():
+            print(f"{graph.name}: {name} written to {path}")
     result = fs.run(graph, arrival, engine=args.engine, mode=args.mode, reorder_latency=args.reorder_latency)
     print(f"{graph.name}: {events} events, {args.disorder:g} % of them late by |N(0, {args.stddev_ms:g} ms)|, "
           f"{len(result.late)} later than the reorder latency of {args.reorder_latency} ms (dropped)")

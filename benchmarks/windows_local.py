@@ -35,7 +35,9 @@ the reorder latency, so it must not grow with the stream (what does grow is
 the run's list of results, which the local engine returns in memory).
 
 Prints a table and writes a JSON report (`--out`). Timings depend on the
-machine and on what else runs on it: compare figures of one run only.
+machine and on what else runs on it: compare figures of one run only. On a
+shared machine, a run's CPU time (its process's, beside its wall time) moves
+less with the load than its wall time does; the ratios are of wall times.
 """
 from __future__ import annotations
 
@@ -233,11 +235,11 @@ def compare(runs: dict, floors: dict) -> dict:
 
 
 def table(report: dict) -> str:
-    lines = [f"{'run':<26} {'input':<11} {'events/s':>10} {'wall s':>8} {'windows':>8} {'late':>5} {'equal':>6} "
-             f"{'x floor':>8} {'peak MB':>8}"]
+    lines = [f"{'run':<24} {'input':<11} {'events/s':>10} {'wall s':>7} {'cpu s':>7} {'windows':>8} {'late':>5} "
+             f"{'equal':>6} {'x floor':>8} {'peak MB':>8}"]
     for name, run in report["runs"].items():
-        lines.append(f"{name:<26} {run['input']:<11} {run['events_per_s']:>10,.0f} {run['wall_s']:>8.2f} "
-                     f"{run['windows']:>8} {run['late']:>5} {str(report['equal'][name]):>6} "
+        lines.append(f"{name:<24} {run['input']:<11} {run['events_per_s']:>10,.0f} {run['wall_s']:>7.2f} "
+                     f"{run['cpu_s']:>7.2f} {run['windows']:>8} {run['late']:>5} {str(report['equal'][name]):>6} "
                      f"{report['ratios']['to_floor'][name]:>8.2f} {run['peak_mb']:>8.0f}")
     ratios = report["ratios"]
     lines.append(f"\nFlameSpark disordered / in order (wall): {ratios['disordered_to_in_order']:.2f}")

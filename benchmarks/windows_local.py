@@ -37,7 +37,8 @@ the run's list of results, which the local engine returns in memory).
 Prints a table and writes a JSON report (`--out`). Timings depend on the
 machine and on what else runs on it: compare figures of one run only. On a
 shared machine, a run's CPU time (its process's, beside its wall time) moves
-less with the load than its wall time does; the ratios are of wall times.
+less with the load than its wall time does: the report has the ratios of
+both.
 """
 from __future__ import annotations
 
@@ -99,25 +100,36 @@ def count_graph(size: int):
 
 # --- the runs, each in a process of its own ----------------------------------------------------------------
 
-def _peak_mb() -> float:
-    """The process's peak resident memory so far (MB). Linux's `VmHWM` is this process image's own, where
-    `ru_maxrss` carries over from the parent that forked it: a run's child would start at the parent's size."""
+def _memory_mb(field: str = "VmHWM") -> float:
+    """The process's peak (`VmHWM`) or current (`VmRSS`) resident memory, MB. Linux's figures are this process
+    image's own, where `ru_maxrss` carries over from the parent that forked it (the fallback elsewhere)."""
     try:
         with open("/proc/self/status") as status:
-            line = next(line for line in status if line.startswith("VmHWM:"))
+            line = next(line for line in status if line.startswith(f"{field}:"))
         return int(line.split()[1]) / 1024
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _reset_peak():
+    """Start the peak over from the current resident memory (Linux: "5" to /proc/self/clear_refs), so that a
+    run's peak is not the input's making; elsewhere the peak stays the process's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+    except OSError:
+        pass
+
+
 def _measured(count_windows, pairs: list) -> dict:
     """Time `count_windows(pairs) -> (counts, facts)`; `counts` maps `(key, start)` to the count."""
-    before_mb = _peak_mb()
+    _reset_peak()
+    before_mb = _memory_mb("VmRSS")
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     counts, facts = count_windows(pairs)
     wall_s = time.perf_counter() - started_wall
     return {"wall_s": wall_s, "cpu_s": time.process_time() - started_cpu, "events_per_s": len(pairs) / wall_s,
-            "windows": len(counts), "before_run_mb": before_mb, "peak_mb": _peak_mb(), **facts, "counts": counts}
+            "windows": len(counts), "before_run_mb": before_mb, "peak_mb": _memory_mb(), **facts, "counts": counts}
 
 
 def floor_counts(pairs: list, size: int, reorder_latency: int, per_key: bool = False) -> tuple[dict, dict]:
@@ -206,12 +218,13 @@ def memory_run(count: int, keys: int, seed: int, disorder: tuple, size: int, reo
     """The query over `count` events fed from a generator; the process's peak resident memory."""
     import flamespark as fs
 
-    baseline_mb = _peak_mb()
+    _reset_peak()
+    baseline_mb = _memory_mb("VmRSS")
     started = time.perf_counter()
     result = fs.run(count_graph(size), {SOURCE: streamed_arrival(count, keys, seed, *disorder)}, progress=False,
                     reorder_latency=reorder_latency)
     return {"events": count, "wall_s": time.perf_counter() - started, "windows": len(result.outputs[SINK]),
-            "late": len(result.late), "before_run_mb": baseline_mb, "peak_rss_mb": _peak_mb()}
+            "late": len(result.late), "before_run_mb": baseline_mb, "peak_rss_mb": _memory_mb()}
 
 
 def in_child(function, *args):
@@ -236,25 +249,40 @@ def compare(runs: dict, floors: dict) -> dict:
 
 def table(report: dict) -> str:
     lines = [f"{'run':<24} {'input':<11} {'events/s':>10} {'wall s':>7} {'cpu s':>7} {'windows':>8} {'late':>5} "
-             f"{'equal':>6} {'x floor':>8} {'peak MB':>8}"]
+             f"{'equal':>6} {'x floor, wall':>13} {'cpu':>5} {'peak MB':>8}"]
+    ratios = report["ratios"]
     for name, run in report["runs"].items():
         lines.append(f"{name:<24} {run['input']:<11} {run['events_per_s']:>10,.0f} {run['wall_s']:>7.2f} "
                      f"{run['cpu_s']:>7.2f} {run['windows']:>8} {run['late']:>5} {str(report['equal'][name]):>6} "
-                     f"{report['ratios']['to_floor'][name]:>8.2f} {run['peak_mb']:>8.0f}")
-    ratios = report["ratios"]
-    lines.append(f"\nFlameSpark disordered / in order (wall): {ratios['disordered_to_in_order']:.2f}")
+                     f"{ratios['wall']['to_floor'][name]:>13.2f} {ratios['cpu']['to_floor'][name]:>5.1f} "
+                     f"{run['peak_mb']:>8.0f}")
+    lines.append(f"\nFlameSpark disordered / in order: {ratios['wall']['disordered_to_in_order']:.2f} (wall), "
+                 f"{ratios['cpu']['disordered_to_in_order']:.2f} (cpu)")
     for batch in report["setup"]["bytewax_batch_sizes"]:
-        bytewax = report["runs"][f"bytewax batch {batch}"]
-        lines.append(f"FlameSpark disordered / Bytewax batch {batch} (events/s): "
-                     f"{ratios[f'flamespark_to_bytewax_batch_{batch}']:.2f}; Bytewax emitted {bytewax['emitted']} "
-                     f"results for {bytewax['windows']} windows, {bytewax['late']} late; its counts equal the floor's "
-                     f"with lateness judged per key: {bytewax['equal_to_per_key_floor']}")
+        bytewax, over = report["runs"][f"bytewax batch {batch}"], f"bytewax_batch_{batch}_to_flamespark"
+        lines.append(f"Bytewax batch {batch} / FlameSpark disordered: {ratios['wall'][over]:.2f} (wall), "
+                     f"{ratios['cpu'][over]:.2f} (cpu); Bytewax emitted {bytewax['emitted']} results for "
+                     f"{bytewax['windows']} windows, {bytewax['late']} late; its counts equal the floor's with "
+                     f"lateness judged per key: {bytewax['equal_to_per_key_floor']}")
     memory = report.get("memory")
     if memory:
         lines.append(f"memory: {memory['events']:,} events from a generator, peak RSS {memory['peak_rss_mb']:.0f} MB "
                      f"({memory['before_run_mb']:.0f} MB before the run), {memory['windows']} windows, "
                      f"{memory['wall_s']:.1f} s")
     return "\n".join(lines)
+
+
+def ratios_of(runs: dict, field: str, bytewax_batches) -> dict:
+    """Ratios of the runs' `field` (wall_s or cpu_s): each run to the floor on the same input, FlameSpark's
+    disordered run to its in-order one, and each Bytewax run to FlameSpark's disordered one (above 1:
+    FlameSpark took less)."""
+    floor = {runs[name]["input"]: runs[name][field] for name in ("floor", "floor:disordered")}
+    disordered = runs["flamespark disordered"][field]
+    made = {"to_floor": {name: run[field] / floor[run["input"]] for name, run in runs.items()},
+            "disordered_to_in_order": disordered / runs["flamespark in order"][field]}
+    for batch in bytewax_batches:
+        made[f"bytewax_batch_{batch}_to_flamespark"] = runs[f"bytewax batch {batch}"][field] / disordered
+    return made
 
 
 def bench(count: int, keys: int, seed: int, size: int, reorder_latency: int, disorder: tuple, memory_events: int,
@@ -274,14 +302,7 @@ def bench(count: int, keys: int, seed: int, size: int, reorder_latency: int, dis
             floors[measured["input"]] = measured["counts"]
         runs[name] = measured
     equal = compare(runs, floors)
-    floor_wall = {runs[name]["input"]: runs[name]["wall_s"] for name in ("floor", "floor:disordered")}
-    ratios = {
-        "to_floor": {name: run["wall_s"] / floor_wall[run["input"]] for name, run in runs.items()},
-        "disordered_to_in_order": runs["flamespark disordered"]["wall_s"] / runs["flamespark in order"]["wall_s"],
-    }
-    for batch in bytewax_batches:
-        ratios[f"flamespark_to_bytewax_batch_{batch}"] = (runs["flamespark disordered"]["events_per_s"]
-                                                          / runs[f"bytewax batch {batch}"]["events_per_s"])
+    ratios = {times: ratios_of(runs, f"{times}_s", bytewax_batches) for times in ("wall", "cpu")}
     report = {"setup": {"events": count, "keys": keys, "window_ms": size, "reorder_latency_ms": reorder_latency,
                         "percent_late": disorder[0], "stddev_ms": disorder[1], "seed": seed,
                         "bytewax_batch_sizes": list(bytewax_batches)},

@@ -132,11 +132,13 @@ class KeyedOperator(BoundaryOperator):
         if not state.deferred:
             return []
         out = []
+        watched = state.watched
         for key_data in dict.fromkeys(state.take_deferred()):
             bucket = state.get(key_data)
             if bucket is not None:
                 out.extend(bucket.flush(self.run))
-                state.put(key_data, bucket)
+                if key_data not in watched:  # the store looks at a watched key's bucket by itself
+                    state.put(key_data, bucket)
         return out
 
     def new_bucket(self):

@@ -28,7 +28,7 @@ from operators.keyed import KeyedOperator
 from operators.statelog import tombstone
 
 
-class Window:
+class OpenWindow:
     """One window of one key: its items in meta order (`keys` holds their identities), how many of them `acc`
     has folded, the latest arrival among those, and the result last emitted (None before the first)."""
 
@@ -81,7 +81,7 @@ class Window:
                 None if emitted is None else [emitted.meta.dump(), emitted.data, emitted.arrival]]
 
     @classmethod
-    def load(cls, dumped) -> "Window":
+    def load(cls, dumped) -> "OpenWindow":
         start, end, items, emitted = dumped
         window = cls(start, end)
         for meta, data, arrival in items:
@@ -169,7 +169,7 @@ class WindowBucket:
             if old is not None:
                 if old.data == new.data and old.meta == new.meta:
                     continue
-                out.append(tombstone(old))
+                out.append(Item(old.meta, old.payload, old.data, True, old.arrival))  # `tombstone(old)`, inlined
             window.emitted = new
             made.append(new)
         if retired:
@@ -216,7 +216,7 @@ class WindowBucket:
             if self.pending is None:
                 self.pending = {}
             self.pending[(Meta.load(meta), data)] = count
-        return [Window.load(window) for window in windows]
+        return [OpenWindow.load(window) for window in windows]
 
     def windows(self):
         raise NotImplementedError
@@ -269,7 +269,7 @@ class FixedWindows(WindowBucket):
         while start > ts - size:
             window = by_start.get(start)
             if window is None:
-                window = by_start[start] = Window(start, start + size)
+                window = by_start[start] = OpenWindow(start, start + size)
             keys = window.keys
             identity = (item.meta, item.data)
             if keys and identity < keys[-1]:
@@ -338,7 +338,7 @@ class SessionWindows(WindowBucket):
         while low and sessions[low - 1].end > ts:
             low -= 1
         if low == high:
-            session = Window(ts, ts + gap)
+            session = OpenWindow(ts, ts + gap)
             sessions.insert(high, session)
             session.insert(item)
             self._mark(session)
@@ -370,7 +370,7 @@ class SessionWindows(WindowBucket):
             del sessions[index]
             return True
         if 0 < position < len(items) and items[position].meta[0] - items[position - 1].meta[0] >= self.gap:
-            later = Window(items[position].meta[0], 0)
+            later = OpenWindow(items[position].meta[0], 0)
             later.keys, later.items = session.keys[position:], items[position:]
             del session.keys[position:], items[position:]
             self._bound(later)

@@ -2,6 +2,7 @@
 import pytest
 
 import flamespark as fs
+from tests.kafka_broker import kafka_broker  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="session")

@@ -70,6 +70,7 @@ inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$dir/data
 num.partitions=1
+auto.create.topics.enable=false
 # One node: every internal topic has one replica, and few partitions, which are made at first use.
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=4

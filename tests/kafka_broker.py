@@ -46,7 +46,7 @@ class Broker:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         topic = f"{name}-{next(self._topics)}"
-        admin = AdminClient({"bootstrap.servers": self.address})
+        admin = AdminClient({"bootstrap.servers": self.address, "log_level": 0})
         for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
             future.result(30)
         return topic

@@ -1,0 +1,46 @@
+"""Putting events into and reading records out of a test broker's topics, with the plain client."""
+import json
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+
+def produce(broker, topic: str, partitions: list[list], timestamps: list[list] | None = None):
+    """Write each partition's values (JSON-encoded unless bytes) to it, in order, as committed records."""
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
+    for partition, values in enumerate(partitions):
+        for index, value in enumerate(values):
+            data = value if isinstance(value, bytes) or value is None else json.dumps(value).encode()
+            stamp = timestamps[partition][index] if timestamps else 0
+            producer.produce(topic, data, partition=partition, timestamp=stamp)
+    assert producer.flush(30) == 0
+
+
+def committed_records(broker, topic: str, timeout: float = 30.0) -> list:
+    """Every committed record of `topic` now, `(partition, offset, value, timestamp, headers)`, read
+    `read_committed` up to the end offsets: what a consumer of the results sees."""
+    consumer = Consumer({"bootstrap.servers": broker.address, "group.id": "tests", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        partitions = sorted(metadata.partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1] for p in partitions}
+        reading = {p for p in partitions if ends[p] > 0}
+        consumer.assign([TopicPartition(topic, p, 0) for p in reading])
+        records = []
+        while reading:
+            message = consumer.poll(timeout)
+            assert message is not None, f"no record of {topic} within {timeout} s"
+            error = message.error()
+            assert error is None or error.code() == KafkaError._PARTITION_EOF, error
+            if error is None:
+                records.append((message.partition(), message.offset(), json.loads(message.value()),
+                                message.timestamp()[1], dict(message.headers() or [])))
+            if error is not None or message.offset() + 1 >= ends[message.partition()]:
+                reading.discard(message.partition())
+        return sorted(records, key=lambda record: record[:2])
+    finally:
+        consumer.close()
+
+
+def values(records) -> list:
+    return [record[2] for record in records]

@@ -1,5 +1,6 @@
 """Putting events into and reading records out of a test broker's topics, with the plain client."""
 import json
+import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
@@ -15,15 +16,34 @@ def produce(broker, topic: str, partitions: list[list], timestamps: list[list] |
     assert producer.flush(30) == 0
 
 
+def _settled_ends(broker, topic: str, consumer, timeout: float) -> dict:
+    """The end offsets of `topic`'s partitions once no transaction is open in them: a transaction's commit
+    returns before the broker has written its markers, and until then a committed consumer stops short of it."""
+    partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
+    uncommitted = Consumer({"bootstrap.servers": broker.address, "group.id": "tests"})
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                    for p in partitions}
+            high = {p: uncommitted.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                    for p in partitions}
+            if ends == high:
+                return ends
+            assert time.monotonic() < deadline, f"a transaction stays open in {topic}"
+            time.sleep(0.05)
+    finally:
+        uncommitted.close()
+
+
 def committed_records(broker, topic: str, timeout: float = 30.0) -> list:
     """Every committed record of `topic` now, `(partition, offset, value, timestamp, headers)`, read
-    `read_committed` up to the end offsets: what a consumer of the results sees."""
+    `read_committed` once no transaction is open in it: what a consumer of the results sees."""
     consumer = Consumer({"bootstrap.servers": broker.address, "group.id": "tests", "enable.auto.commit": False,
                          "isolation.level": "read_committed", "enable.partition.eof": True})
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
-        partitions = sorted(metadata.partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1] for p in partitions}
+        ends = _settled_ends(broker, topic, consumer, timeout)
+        partitions = sorted(ends)
         reading = {p for p in partitions if ends[p] > 0}
         consumer.assign([TopicPartition(topic, p, 0) for p in reading])
         records = []

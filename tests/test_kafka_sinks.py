@@ -73,3 +73,25 @@ def test_a_run_that_fails_before_its_first_batch_writes_nothing_to_its_sink(kafk
 
     admin = AdminClient({"bootstrap.servers": kafka_broker.address})
     assert topic not in admin.list_topics(timeout=10).topics
+
+
+def test_the_cli_runs_from_a_topic_to_a_topic_on_the_local_engine(kafka_broker, tmp_path, capsys):
+    from flamespark.cli import main
+    from tests.kafka_topics import produce
+
+    events = disordered_readings(40, LATENCY)
+    source = kafka_broker.new_topic("cli-readings")
+    produce(kafka_broker, source, [events])
+    sink = f"cli-totals-{source}"
+    out = tmp_path / "out"
+    assert main(["run", "examples/running_sum.py:graph", "--engine", "local", "--reorder-latency", str(LATENCY),
+                 "--input", f"readings={kafka_broker.url(source)}", "--sink", f"totals={kafka_broker.url(sink)}",
+                 "--out", str(out)]) == 0
+    expected = fs.run(running_sum, {"readings": [(event["ts"], event) for event in events]},
+                      reorder_latency=LATENCY)
+    assert values(committed_records(kafka_broker, sink)) == expected.outputs["totals"]
+    assert sorted(path.name for path in out.iterdir()) == ["late.jsonl", "metrics.json"]
+    with pytest.raises(SystemExit):
+        main(["run", "examples/running_sum.py:graph", "--input", "readings=x.jsonl", "--sink", "totals=out.jsonl",
+              "--out", str(out)])
+    assert "expected NAME=kafka://HOST:PORT/TOPIC, got 'totals=out.jsonl'" in capsys.readouterr().err

@@ -58,7 +58,9 @@ running_pid() {  # the broker's pid if it runs
 
 configure() {  # write $dir/server.properties for a broker on $port
     local dir=$1 port=$2 controller
-    controller=$(free_port)
+    # The controller's port is kept with the data: the quorum's metadata records its endpoint.
+    [ -f "$dir/controller-port" ] || free_port >"$dir/controller-port"
+    controller=$(cat "$dir/controller-port")
     cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
@@ -105,7 +107,6 @@ start() {
     mkdir -p "$dir"
     local java=(java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true
                 -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$LIBS/*")
-    # The controller's port is picked afresh at each start, so the configuration is rewritten; the data is kept.
     configure "$dir" "$port"
     if [ ! -f "$dir/data/meta.properties" ]; then
         local cluster

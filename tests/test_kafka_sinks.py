@@ -1,14 +1,18 @@
 """Kafka topics as sinks, against a real broker: what a read_committed consumer sees is every output once,
-with its event time, on both engines, and after any number of kills of a Spark run's driver."""
+with its event time; a replayed batch writes nothing, an earlier writer is fenced. (Spark runs killed mid-run:
+test_kafka_spark.py.)"""
 import json
 import random
+import time
 
 import pytest
 
 import flamespark as fs
 from examples.running_sum import graph as running_sum, readings
+from flamespark.cli import main
 from flamespark.io.kafka_sink import KafkaSinkWriter, kafka_sinks
-from tests.kafka_topics import committed_records, values
+from tests.kafka_broker import free_port
+from tests.kafka_topics import committed_records, produce, values
 
 pytestmark = pytest.mark.kafka
 
@@ -76,9 +80,6 @@ def test_a_run_that_fails_before_its_first_batch_writes_nothing_to_its_sink(kafk
 
 
 def test_the_cli_runs_from_a_topic_to_a_topic_on_the_local_engine(kafka_broker, tmp_path, capsys):
-    from flamespark.cli import main
-    from tests.kafka_topics import produce
-
     events = disordered_readings(40, LATENCY)
     source = kafka_broker.new_topic("cli-readings")
     produce(kafka_broker, source, [events])
@@ -95,3 +96,12 @@ def test_the_cli_runs_from_a_topic_to_a_topic_on_the_local_engine(kafka_broker, 
         main(["run", "examples/running_sum.py:graph", "--input", "readings=x.jsonl", "--sink", "totals=out.jsonl",
               "--out", str(out)])
     assert "expected NAME=kafka://HOST:PORT/TOPIC, got 'totals=out.jsonl'" in capsys.readouterr().err
+
+
+def test_a_sink_on_an_unreachable_broker_fails_the_run_within_15_s_naming_its_address():
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises(fs.BrokerError, match=rf"^Kafka broker {address} cannot be reached \("):
+        fs.run(running_sum, {"readings": [(1, {"sensor": "s0", "value": 1})]},
+               sinks={"totals": f"kafka://{address}/totals"})
+    assert time.monotonic() - started < 15

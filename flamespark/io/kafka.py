@@ -181,8 +181,9 @@ def topic_events(source: str, url: str):
             heard = time.monotonic()
             p, offset, error = message.partition(), message.offset(), message.error()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                raise unreachable(topic.servers, error) if error.retriable() or error.code() < 0 else \
-                    InputError(f"{where(source, topic.topic, p, offset)}: {error.str()}")
+                if error.code() > 0:  # the broker's answer about this partition, not the client's failure
+                    raise InputError(f"{where(source, topic.topic, p, offset)}: {error.str()}")
+                raise unreachable(topic.servers, error)
             if p not in reading:
                 continue
             if error is None and offset < ends[p]:

@@ -136,8 +136,8 @@ class LocalRun:
         check_input_names(self.sources, inputs)
         lanes = {source: topic_lanes(source, given) for source, given in inputs.items() if is_kafka(given)}
         if lanes:  # a topic's partitions are lanes of their own: each judges lateness by its own events
-            options = self.progress
-            self.progress = SourceProgress(self.sources, options.reorder_latency, options.late, lanes=lanes)
+            unlaned = self.progress
+            self.progress = SourceProgress(self.sources, unlaned.reorder_latency, unlaned.late, lanes=lanes)
             self.deliver.update((lane, self.deliver[source]) for source, parts in lanes.items() for lane in parts)
         started = clock.perf_counter()
         with collections_paused(), status_line(self.status) if self.shows_progress else nullcontext():

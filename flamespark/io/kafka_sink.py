@@ -77,6 +77,21 @@ def ensure_topics(servers: str, topics: dict[str, dict]):
         raise unreachable(servers, exc) from None
 
 
+def topics_written(topic: KafkaTopic, changes: bool) -> dict[str, dict]:
+    """The topics a sink's writer writes, `{name: config}`: its own, its changelog's, and COMMITS."""
+    topics = {topic.topic: {}, COMMITS: {"cleanup.policy": "compact"}}
+    if changes:
+        topics[f"{topic.topic}.changes"] = {}
+    return topics
+
+
+def make_sink_topics(topics: dict[str, KafkaTopic], changes: bool):
+    """Make the topics the sinks of `topics` write where they are missing: BrokerError if a broker cannot be
+    reached."""
+    for topic in topics.values():
+        ensure_topics(topic.servers, topics_written(topic, changes))
+
+
 class KafkaSinkWriter:
     """Writes one sink's batches of outputs (and changelog records) to its topic, each batch once.
 
@@ -98,10 +113,7 @@ class KafkaSinkWriter:
         """Make the topics if need be, fence earlier writers of the id, and read the last batch they committed."""
         from confluent_kafka import KafkaException, Producer
 
-        topics = {self.topic.topic: {}, COMMITS: {"cleanup.policy": "compact"}}
-        if self.changes_topic:
-            topics[self.changes_topic] = {}
-        ensure_topics(self.topic.servers, topics)
+        ensure_topics(self.topic.servers, topics_written(self.topic, self.changes_topic is not None))
         self.producer = Producer(client_config(self.topic.servers, **{
             "transactional.id": self.transactional_id, "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
             "linger.ms": 5}))

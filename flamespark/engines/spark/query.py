@@ -40,7 +40,7 @@ from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.core.errors import FlameSparkError
 from flamespark.io.inputs import check_input_names, count_events, directory_format, is_kafka, is_path, source_events
 from flamespark.io.kafka import check_topic
-from flamespark.io.kafka_sink import close_writers, open_writers
+from flamespark.io.kafka_sink import close_writers, make_sink_topics, open_writers
 from flamespark.io.sinks import check_sink_names
 from flamespark.core.items import encode_event
 from flamespark.runtime.options import RunOptions
@@ -130,11 +130,14 @@ def check_inputs_allow(inputs: dict, rate, follow: bool):
     and `follow` where no input is either (it would have nothing to watch, and the run would never end)."""
     directories = [source for source, given in inputs.items() if _is_directory(given)]
     topics = [source for source, given in inputs.items() if is_kafka(given)]
-    if rate is not None and directories + topics:
+    if rate is not None and directories:
         raise errors.OptionError(
             f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, directories))} "
             f"{'is a directory' if len(directories) == 1 else 'are directories'}, which Spark's file source reads "
-            f"as its files come: give a JSONL file instead, or no rate" if directories else
+            f"as its files come: give a JSONL file instead, or no rate"
+        )
+    if rate is not None and topics:
+        raise errors.OptionError(
             f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, topics))} "
             f"{'is a Kafka topic' if len(topics) == 1 else 'are Kafka topics'}, read as its records come: "
             f"give no rate"
@@ -287,6 +290,7 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
     idle_timeout, rate = options.idle_timeout, options.rate
     check_inputs_allow(inputs, rate, follow)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
+    writers = {}
     try:
         # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing. Written
         # before Spark starts, as writing them checks every event of an iterable input.
@@ -304,6 +308,8 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
             "idle_timeout": idle_timeout, "inputs": _fingerprint(prepared), "changes": options.changes,
             "state_layout": STATE_LAYOUT,
         }, started=resuming)
+        # A sink's broker is reached, and its topics made, before Spark starts.
+        make_sink_topics(sink_topics or {}, options.changes)
         spark = spark or spark_session(master, shards)
         shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
         partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
@@ -333,13 +339,13 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         try:
             _await(query, timeout, follow)
         finally:
-            close_writers(writers)
             if collector.progress:
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
                         changes=options.changes, stage_names=topology.stage_names(raw))
     finally:
+        close_writers(writers)
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -7,7 +7,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 def produce(broker, topic: str, partitions: list[list], timestamps: list[list] | None = None):
     """Write each partition's values (JSON-encoded unless bytes) to it, in order, as committed records."""
-    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
+    # Idempotent: a retried batch never lands behind a later one, which would disorder the partition.
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5, "enable.idempotence": True})
     for partition, values in enumerate(partitions):
         for index, value in enumerate(values):
             data = value if isinstance(value, bytes) or value is None else json.dumps(value).encode()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,6 +27,8 @@ SCHEME = "kafka"
 CONNECT_TIMEOUT_S = 10.0
 # How long a finite read waits for records it knows exist before it gives up on the broker.
 STALL_TIMEOUT_S = 30.0
+# How many records a read holds back at most, to let the earliest of its partitions' records go first.
+MERGE_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -157,41 +160,74 @@ def topic_lanes(source: str, url: str) -> list[tuple]:
 def topic_events(source: str, url: str):
     """`(lane, (ts, payload))` of each committed record of the topic input `url`, up to the end offsets its
     partitions have when reading starts, in each partition's order; then `(lane, None)` once a partition's
-    records are all read (at once for an empty one). Partitions interleave as the broker sends them."""
-    from confluent_kafka import KafkaError, TopicPartition
+    records are all read (at once for an empty one).
 
+    Across partitions any order is an arrival order, and the broker sends a
+    partition's records in chunks, which would put whole chunks of one
+    partition ahead of earlier records of the others: a disorder that costs
+    the optimistic engine retractions, and the buffered one memory. So of
+    the records read and waiting, the earliest (by event time) goes first,
+    once every partition still being read has one waiting, or `MERGE_LIMIT`
+    wait.
+    """
     topic = KafkaTopic.parse(url, f"input {source!r}")
     partitions = topic_partitions(topic, f"input {source!r}")
     consumer = committed_consumer(topic.servers)
     try:
         ends = end_offsets(consumer, topic, partitions)
-        reading = {p for p in partitions if ends[p] > 0}
         for p in partitions:
-            if p not in reading:
+            if ends[p] == 0:
                 yield (source, p), None
-        consumer.assign([TopicPartition(topic.topic, p, 0) for p in sorted(reading)])
-        heard = time.monotonic()
-        while reading:
-            message = consumer.poll(0.5)
-            if message is None:
-                if time.monotonic() - heard > STALL_TIMEOUT_S:
-                    raise BrokerError(f"input {source!r}: Kafka broker {topic.servers} sent no record of topic "
-                                      f"{topic.topic!r} for {STALL_TIMEOUT_S:.0f} s, while records remain to read")
-                continue
-            heard = time.monotonic()
-            p, offset, error = message.partition(), message.offset(), message.error()
-            if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                if error.code() > 0:  # the broker's answer about this partition, not the client's failure
-                    raise InputError(f"{where(source, topic.topic, p, offset)}: {error.str()}")
-                raise unreachable(topic.servers, error)
-            if p not in reading:
-                continue
-            if error is None and offset < ends[p]:
-                yield (source, p), record_event(source, topic, message)
-            # A transaction's commit marker may take the last offset before the end: a partition ends at its
-            # end offset or, short of it, where the broker says it has nothing more.
-            if error is not None or offset + 1 >= ends[p]:
-                reading.discard(p)
+        reading = {p for p in partitions if ends[p] > 0}
+        arrivals = _arrivals(source, topic, consumer, ends, reading)
+        waiting = {p: deque() for p in reading}
+        held = 0
+        while waiting:
+            while reading and held < MERGE_LIMIT and any(not waiting[p] for p in reading):
+                p, event = next(arrivals)
+                if event is None:
+                    reading.discard(p)
+                else:
+                    waiting[p].append(event)
+                    held += 1
+            for p in [p for p in waiting if not waiting[p] and p not in reading]:
+                del waiting[p]
                 yield (source, p), None
+            if waiting:
+                p = min((p for p in waiting if waiting[p]), key=lambda p: waiting[p][0][0])
+                held -= 1
+                yield (source, p), waiting[p].popleft()
     finally:
         consumer.close()
+
+
+def _arrivals(source: str, topic: KafkaTopic, consumer, ends: dict, reading: set):
+    """`(partition, (ts, payload))` of the records of the partitions `reading`, as the broker sends them, and
+    `(partition, None)` once a partition is read to its end offset in `ends`."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    reading = set(reading)
+    consumer.assign([TopicPartition(topic.topic, p, 0) for p in sorted(reading)])
+    heard = time.monotonic()
+    while reading:
+        message = consumer.poll(0.5)
+        if message is None:
+            if time.monotonic() - heard > STALL_TIMEOUT_S:
+                raise BrokerError(f"input {source!r}: Kafka broker {topic.servers} sent no record of topic "
+                                  f"{topic.topic!r} for {STALL_TIMEOUT_S:.0f} s, while records remain to read")
+            continue
+        heard = time.monotonic()
+        p, offset, error = message.partition(), message.offset(), message.error()
+        if error is not None and error.code() != KafkaError._PARTITION_EOF:
+            if error.code() > 0:  # the broker's answer about this partition, not the client's failure
+                raise InputError(f"{where(source, topic.topic, p, offset)}: {error.str()}")
+            raise unreachable(topic.servers, error)
+        if p not in reading:
+            continue
+        if error is None and offset < ends[p]:
+            yield p, record_event(source, topic, message)
+        # A transaction's commit marker may take the last offset before the end: a partition ends at its end
+        # offset or, short of it, where the broker says it has nothing more.
+        if error is not None or offset + 1 >= ends[p]:
+            reading.discard(p)
+            yield p, None

@@ -1,19 +1,25 @@
 """One local Spark session for every test module that needs one (starting one costs seconds), and the `spark` mark
-on every test that starts Spark: those under tests/spark/ and those using the session, besides those marked by hand."""
+on every test that starts Spark: those under tests/spark/ and those using the session, besides those marked by hand;
+`kafka` and `slow` on every test that uses the Kafka broker."""
 from pathlib import Path
 
 import pytest
 
 import flamespark as fs
 from tests import processes
+from tests.kafka_broker import kafka_broker  # noqa: F401 (a fixture)
 
 SPARK_TESTS = Path(__file__).resolve().parent / "spark"
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()) or SPARK_TESTS in Path(item.path).parents:
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures or SPARK_TESTS in Path(item.path).parents:
             item.add_marker(pytest.mark.spark)
+        if "kafka_broker" in fixtures:  # a broker is a JVM of its own, seconds to start: not for the fast lane
+            item.add_marker(pytest.mark.kafka)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

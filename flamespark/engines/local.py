@@ -8,7 +8,8 @@ from math import inf
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
-from flamespark.io.inputs import check_input_names, source_events
+from flamespark.io.inputs import check_input_names, is_kafka, source_events
+from flamespark.io.kafka import topic_events, topic_lanes
 from flamespark.result import Result
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
 from flamespark.runtime.heap import collect_if_crowded, collections_paused
@@ -19,24 +20,31 @@ from flamespark.runtime.punctuations import Punctuations
 from flamespark.runtime.status_line import status_line
 
 
-def interleave(inputs: dict):
-    """Checked events of all sources as `(source, (ts, payload))`, one source at a time in turn.
+def lane_events(source: str, given):
+    """Checked events of one source as `(lane, (ts, payload))`, and `(lane, None)` once a lane ran out. A
+    source's lane is the source itself, or for a Kafka topic `(source, partition)`."""
+    if is_kafka(given):
+        yield from topic_events(source, given)
+        return
+    for event in source_events(source, given):
+        yield source, event
+    yield source, None
 
-    A source that ran out gives `(source, None)` once.
-    """
-    iterators = {source: source_events(source, given) for source, given in inputs.items()}
+
+def interleave(inputs: dict):
+    """Checked events of all sources as `(lane, (ts, payload))` (see `lane_events`), one source at a time in
+    turn. A lane that ran out gives `(lane, None)` once."""
+    iterators = [lane_events(source, given) for source, given in inputs.items()]
     if len(iterators) == 1:  # one source takes no turns: no list of the sources per event
-        (source, iterator), = iterators.items()
-        for event in iterator:
-            yield source, event
-        yield source, None
+        yield from iterators[0]
         return
     while iterators:
-        for source, iterator in list(iterators.items()):
+        for iterator in list(iterators):
             event = next(iterator, None)
             if event is None:
-                del iterators[source]
-            yield source, event
+                iterators.remove(iterator)
+            else:
+                yield event
 
 
 class LocalRun:
@@ -90,6 +98,7 @@ class LocalRun:
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
+        self.output_times = {sink: array("q") for sink in self.plan.sinks.values()}  # each output's event time
         self.latencies_ms = array("d")  # 8 bytes an output, where a list of floats takes 32
         self.events = 0
         self.issued_count = 0  # punctuations issued
@@ -125,6 +134,11 @@ class LocalRun:
 
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
+        lanes = {source: topic_lanes(source, given) for source, given in inputs.items() if is_kafka(given)}
+        if lanes:  # a topic's partitions are lanes of their own: each judges lateness by its own events
+            unlaned = self.punctuations
+            self.punctuations = Punctuations(self.sources, unlaned.reorder_latency, unlaned.late, lanes=lanes)
+            self.deliver.update((lane, self.deliver[source]) for source, parts in lanes.items() for lane in parts)
         started = clock.perf_counter()
         with collections_paused(), status_line(self.status) if self.shows_progress else nullcontext():
             if self.rate is None:
@@ -256,7 +270,7 @@ class LocalRun:
     def _output(self, released: list, now: float):
         """Add the released items' payloads to the outputs and stamp their latencies. It empties `released` as
         it goes, so that an item nothing else holds (at +inf, none) is freed while still in the cache."""
-        outputs, latencies = self.outputs, self.latencies_ms
+        outputs, times, latencies = self.outputs, self.output_times, self.latencies_ms
         released.reverse()
         while released:
             item = released.pop()
@@ -264,6 +278,7 @@ class LocalRun:
             # payloads the pairs that `settle` took out and had to put back.
             payload = item.payload
             outputs[item.sink].append(unpack(item.data) if payload is None else payload)
+            times[item.sink].append(item.meta[0])
             latencies.append((now - item.arrival) * 1000.0)
 
     def flush(self):

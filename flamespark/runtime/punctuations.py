@@ -76,11 +76,20 @@ class Punctuations:
     lateness by that part alone; the engine then gives each event's position
     in its source, and `expected` counts that part's events.
 
+    A source read in parts of its own within one progress (a Kafka topic's
+    partitions, on the local engine) is given as `lanes[source]`, a list of
+    hashable lane names: the progress then knows its lanes in its source's
+    place, events are admitted and ended by lane, each lane judges lateness
+    by its own events and idles on its own, and the source holds back the
+    others as far as its lowest lane does. A lane's k-th event, of `n` lanes,
+    takes position `k * n + i` in the source (`i` the lane's index), which
+    no other lane gives.
+
     Options are taken as given: `flamespark.runtime.options` checks them.
     """
 
     def __init__(self, sources, reorder_latency: int = 0, late: str = "drop", expected: dict | None = None,
-                 idle_timeout: float | None = None, clock_ms=None):
+                 idle_timeout: float | None = None, clock_ms=None, lanes: dict | None = None):
         if idle_timeout is not None and clock_ms is None:
             raise InternalError("Punctuations: an idle timeout needs a clock")
         self.reorder_latency = reorder_latency
@@ -89,16 +98,25 @@ class Punctuations:
         self.idle_ms = None if idle_timeout is None else idle_timeout * 1000
         self.clock_ms = clock_ms
         self.dead_letters = []
-        self._sources = {source: _Source() for source in sources}
+        lanes = lanes or {}
+        self._sources = {lane: _Source() for source in sources for lane in lanes.get(source, [source])}
+        # Of each lane: its source, the number of lanes of that source and its index among them.
+        self._lanes = {lane: (source, len(parts), index)
+                       for source, parts in lanes.items() for index, lane in enumerate(parts)}
         self._time = self._lowest()
 
     def admit(self, source: str, ts: int, payload, arrival: float, position: int | None = None) -> Item | None:
         """The event as an item with its meta, or None if it is late and dropped. Its `position` in its
-        source's arrival order is, if not given, how many of the source's events this saw before."""
+        source's arrival order is, if not given, how many of the source's events this saw before. `source` is
+        a lane, for a source read in lanes."""
         state = self._sources[source]  # `_heard`, inlined: this runs for every event
         if self.idle_ms is not None:
             state.last_seen = self.clock_ms()
-        if position is None:
+        if self._lanes:  # the lane's source, and its place among the source's events
+            source, count, index = self._lanes.get(source, (source, 1, 0))
+            if position is None:
+                position = state.received * count + index
+        elif position is None:
             position = state.received
         state.received += 1
         if ts <= state.punctuation:

@@ -87,8 +87,8 @@ def test_spark_options_are_run_sparks_keyword_arguments():
     from flamespark.engines.spark.query import run_spark
 
     parameters = list(inspect.signature(run_spark).parameters)
-    assert parameters[:3] == ["graph", "inputs", "options"]
-    assert tuple(parameters[3:]) == SPARK_OPTIONS
+    assert parameters[:4] == ["graph", "inputs", "options", "sink_topics"]
+    assert tuple(parameters[4:]) == SPARK_OPTIONS
 
 
 def test_bad_options_on_spark_fail_as_on_the_local_engine_without_pyspark():

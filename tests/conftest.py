@@ -1,6 +1,6 @@
 """One local Spark session for every test module that needs one (starting one costs seconds), and the `spark` mark
 on every test that starts Spark: those under tests/spark/ and those using the session, besides those marked by hand;
-`kafka` and `slow` on every test that uses the Kafka broker."""
+`kafka` and `slow` on every Kafka test (those using the broker, besides those marked `kafka` by hand)."""
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,8 @@ def pytest_collection_modifyitems(items):
         fixtures = getattr(item, "fixturenames", ())
         if "spark" in fixtures or SPARK_TESTS in Path(item.path).parents:
             item.add_marker(pytest.mark.spark)
-        if "kafka_broker" in fixtures:  # a broker is a JVM of its own, seconds to start: not for the fast lane
+        if "kafka_broker" in fixtures or item.get_closest_marker("kafka"):
+            # a broker is a JVM of its own, seconds to start, and a client waits seconds for one that is not there
             item.add_marker(pytest.mark.kafka)
             item.add_marker(pytest.mark.slow)
 

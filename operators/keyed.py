@@ -133,7 +133,8 @@ class KeyedOperator(BoundaryOperator):
             return []
         out = []
         watched = state.watched
-        for key_data in dict.fromkeys(state.take_deferred()):
+        deferred = state.take_deferred()
+        for key_data in deferred if len(deferred) == 1 else dict.fromkeys(deferred):  # each key once
             bucket = state.get(key_data)
             if bucket is not None:
                 out.extend(bucket.flush(self.combine))

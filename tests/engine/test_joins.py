@@ -173,6 +173,7 @@ def windows_held(state) -> int:
     return sum(len(bucket.sides[0].items) + len(bucket.sides[1].items) for bucket in state._buckets.values())
 
 
+@pytest.mark.slow
 def test_the_local_engine_forgets_join_sides_past_their_interval():
     g = fs.Graph("long_join")
     g.source("left").interval_join(g.source("right"), key, within=(-20, 30), how="left", name="j").sink("out")

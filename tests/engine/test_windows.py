@@ -188,6 +188,7 @@ def numbered(count, value):
     return count, [{"k": count % 2, "v": value, "n": count}]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=150, deadline=None)
@@ -297,6 +298,7 @@ def windows_held(state) -> int:
     return sum(len(list(bucket.windows())) for bucket in state._buckets.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_local_engine_forgets_windows_the_punctuation_passed(kind):
     """After a long run in order, an operator holds windows of about a reorder latency (and a sweep's

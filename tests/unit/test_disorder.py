@@ -69,6 +69,7 @@ def test_events_preserved_and_ts_unchanged(ts, percent, stddev, seed):
     assert out == disorder_events(events, percent, stddev, seed)  # reproducible
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 500), max_size=40).map(sorted), percents,
        st.floats(0, 200), seeds)

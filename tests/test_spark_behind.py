@@ -57,14 +57,14 @@ def test_batches_behind_their_input_release_the_in_order_outputs(spark, mode, rn
 
 @pytest.mark.spark
 def test_a_batch_behind_its_input_replays_nothing_it_held_back(spark):
-    """In order but for one event, which arrives behind three later ones of its key: on arrival it would retract
-    their totals; behind, the batches hold the later ones back until the punctuation passes them, and replay
-    nothing."""
+    """In order but for one event, which arrives a batch behind five later ones of its key: applied on arrival,
+    it retracts their totals; behind, the batches hold the later ones back until the punctuation passes them,
+    and replay nothing."""
     events = [(ts, {"ts": ts, "sensor": "a", "value": ts}) for ts in range(0, 400, 10)]
-    arrival = events[:10] + events[11:14] + [events[10]] + events[14:]
+    arrival = events[:10] + events[11:16] + [events[10]] + events[16:]
     graph = fs.Graph("sums")
     graph.source("readings").stateful(key=lambda r: r["sensor"], update=_add, name="sums").sink("totals")
-    options = dict(engine="spark", spark=spark, shards=2, timeout=TIMEOUT, reorder_latency=50,
+    options = dict(engine="spark", spark=spark, shards=2, timeout=TIMEOUT, reorder_latency=60,
                    max_rows_per_batch=PER_BATCH, ingest_partitions=1)
     behind = fs.run(graph, {"readings": arrival}, rate=RATE, **options)
     on_arrival = fs.run(graph, {"readings": arrival}, **options)

@@ -42,13 +42,14 @@ class HeldBack:
     [3, 5]
     >>> held.held_back, len(held)
     (1, 1)
-    >>> [item.payload for _, item, _ in held.sort_out([], behind=False, time=5)], len(held)
-    ([9], 0)
+    >>> [item.payload for _, item, _ in held.sort_out([], behind=False, time=5)], held.resumed, len(held)
+    ([9], 1, 0)
     """
 
     def __init__(self, chunks, index):
         self.records = TimedRecords(chunks, index, _record_time)
-        self.held_back = 0  # items this batch set aside
+        self.held_back = 0  # items of this batch set aside
+        self.resumed = 0  # items set aside before that this batch applies
 
     def __len__(self):
         return len(self.records)
@@ -68,12 +69,13 @@ class HeldBack:
         ready = [triple for triple in items if triple[1].meta.ts <= due]
         waiting = [(target, item.meta, item.data, item.tombstone, item.arrival, cause)
                    for target, item, cause in items if item.meta.ts > due]
+        self.held_back += len(waiting)
         for record in taken:
             if _record_time(record) <= due:
                 ready.append(_triple(record))
+                self.resumed += 1
             else:
                 waiting.append(record)
-        self.held_back += sum(1 for triple in items if triple[1].meta.ts > due)
         self.records.add(waiting)
         return ready
 

@@ -118,7 +118,7 @@ class StageProcessor(KeyedStage):
         apply_in_meta_order(self.topology, self.stage, applied, stage, outbox, barrier, changes)
         add_changes(outbox, shard, changes)
         out = outbox.rows()
-        if behind or len(held_back) or ready is not items:
+        if behind or held_back.resumed or len(held_back):
             out.append(metric_row("held_back", shard, {
                 "stage": self.stage, "behind": behind, "held_back": held_back.held_back, "waiting": len(held_back),
             }))

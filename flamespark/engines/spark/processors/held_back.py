@@ -37,8 +37,9 @@ class HeldBack:
     ...     def updateValue(self, key, value): self[key] = value
     ...     def removeKey(self, key): del self[key]
     >>> held = HeldBack(Chunks(), None)
-    >>> items = [("count", Item(Meta(ts, "docs", 0, (ts,)), ts, bytes([ts]))) for ts in (9, 3, 5)]
-    >>> [item.meta.ts for _, item, _ in held.sort_out([(t, i, None) for t, i in items], behind=True, time=5)]
+    >>> from flamespark.core.codec import pack
+    >>> items = [("count", Item(Meta(ts, "docs", 0, (ts,)), None, pack(ts))) for ts in (9, 3, 5)]
+    >>> [item.payload for _, item, _ in held.sort_out([(t, i, None) for t, i in items], behind=True, time=5)]
     [3, 5]
     >>> held.held_back, len(held)
     (1, 1)
@@ -60,13 +61,13 @@ class HeldBack:
         return self.records.index
 
     def sort_out(self, items: list, behind: bool, time) -> list:
-        """Of the batch's `(target, item, cause)` triples and those held back before, the triples to apply now:
-        when `behind`, those at or below the punctuation `time` (the others are held back), else all."""
+        """Of the batch's `(target, item, cause)` triples and those held back before, the triples to apply now,
+        their payloads decoded: when `behind`, those at or below the punctuation `time` (the others are held
+        back, and only their bytes kept), else all. The batch's items may come with their payloads undecoded
+        (None), so that those held back are decoded once, when applied."""
         due = time if behind else math.inf
         taken = self.records.take(due)
-        if not taken and not behind:
-            return items
-        ready = [triple for triple in items if triple[1].meta.ts <= due]
+        ready = [_decoded(triple) for triple in items if triple[1].meta.ts <= due]
         waiting = [(target, item.meta, item.data, item.tombstone, item.arrival, cause)
                    for target, item, cause in items if item.meta.ts > due]
         self.held_back += len(waiting)
@@ -78,6 +79,14 @@ class HeldBack:
                 waiting.append(record)
         self.records.add(waiting)
         return ready
+
+
+def _decoded(triple) -> tuple:
+    """The triple with its item's payload decoded."""
+    item = triple[1]
+    if item.payload is None:
+        item.payload = unpack(item.data)
+    return triple
 
 
 def _triple(record) -> tuple:

@@ -107,7 +107,8 @@ class StageProcessor(KeyedStage):
         changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()
         items = []
-        for target, item, cause in bundle_items(mine.itertuples(index=False), decode=self.operators.__contains__):
+        # Payloads are decoded only for the items applied now (`HeldBack.sort_out`).
+        for target, item, cause in bundle_items(mine.itertuples(index=False), decode=_never):
             if target in self.operators:
                 items.append((target, item, cause))
             else:  # the barrier holds it until its punctuation in any case
@@ -137,3 +138,7 @@ class StageProcessor(KeyedStage):
         self.save(state)
         if out:
             yield frame(out)
+
+
+def _never(target) -> bool:
+    return False

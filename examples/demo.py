@@ -15,8 +15,6 @@ import sys
 from itertools import islice
 from pathlib import Path
 
-from wiki_events import DumpError, iter_pages, synthetic_documents, write_events
-
 from flamespark.cli.arguments import non_negative_int, percent, positive_float, positive_int
 from flamespark.core.errors import FlameSparkError
 from flamespark.runtime.options import ENGINES
@@ -24,6 +22,7 @@ from flamespark.tools.bench import bench, modes_agree
 from flamespark.tools.bench_report import headline
 from flamespark.tools.disorder import disorder_file
 from flamespark.tools.loader import load_graph
+from flamespark.tools.wikipedia import DumpError, iter_pages, synthetic_documents, write_events
 
 PIPELINE = Path(__file__).resolve().parent / "inverted_index.py"
 

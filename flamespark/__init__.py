@@ -6,6 +6,7 @@ an in-order run would give.
 """
 from flamespark.api import run
 from flamespark.core.errors import (
+    BrokerError,
     FlameSparkError,
     GraphError,
     InputError,
@@ -19,6 +20,7 @@ from flamespark.graph import Graph, Stream
 from flamespark.result import Result
 
 __all__ = [
+    "BrokerError",
     "FlameSparkError",
     "Graph",
     "GraphError",

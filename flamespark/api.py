@@ -1,12 +1,15 @@
 """`flamespark.run`: one entry point for every engine."""
+import uuid
+
 from flamespark.core.errors import LateEventError
 from flamespark.io.inputs import check_input_files, check_input_names, late_event_placed
+from flamespark.io.kafka_sink import close_writers, kafka_sinks, open_writers
 from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 
 
 def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, late="drop",
-        punctuate_every=1, *, rate=None, changes=False, progress=None, idle_timeout=None,
+        punctuate_every=1, *, rate=None, changes=False, progress=None, idle_timeout=None, sinks=None,
         **engine_options) -> Result:
     """Run `graph` over `inputs` and return the released outputs.
 
@@ -27,6 +30,10 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     Spark engine's own options (`master`, `checkpoint`, `shards`,
     `max_rows_per_batch`, `ingest_partitions`, `follow`, `output`, ...) are
     `engine_options`.
+    `sinks` maps sinks to Kafka topics, `{"index": "kafka://HOST:PORT/TOPIC"}`,
+    which get their outputs (and changelog, in `TOPIC.changes`) exactly once
+    (see flamespark.io.kafka_sink) besides the Result; an input may be a
+    topic too (see flamespark.io.kafka).
     Every option is checked before the engine starts; a bad one raises
     OptionError, the same on every engine. So is every event of a file or
     directory input: a bad one raises InputError naming its file and line
@@ -46,24 +53,41 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     """
     options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, idle_timeout=idle_timeout,
                             rate=rate, changes=changes, progress=progress, **engine_options)
+    topics = kafka_sinks(sinks, graph.sinks)
     check_input_names(graph.sources, inputs)
     check_input_files(inputs, follow=bool(engine_options.get("follow")))
-    return run_with_options(graph, inputs, options)
+    return run_with_options(graph, inputs, options, topics)
 
 
-def run_with_options(graph, inputs, options: RunOptions) -> Result:
-    """`run` with its options and inputs already checked (a file input read through by `check_input_files`); a
-    late event under `late="fail"` is named by its file and line too, where its source is a file."""
+def run_with_options(graph, inputs, options: RunOptions, sink_topics: dict | None = None) -> Result:
+    """`run` with its options and inputs already checked (a file input read through by `check_input_files`)
+    and its Kafka sinks parsed (`{sink: KafkaTopic}`); a late event under `late="fail"` is named by its file
+    and line too, where its source is a file."""
     try:
         if options.engine == "local":
-            from flamespark.engines.local import LocalRun
-
-            return LocalRun(graph, options).run(inputs)
+            return _run_local(graph, inputs, options, sink_topics or {})
         from flamespark.engines.spark.query import run_spark
 
-        return run_spark(graph, inputs, options, **options.engine_options)
+        return run_spark(graph, inputs, options, sink_topics=sink_topics, **options.engine_options)
     except LateEventError as exc:
         placed = late_event_placed(exc, inputs)
         if placed is exc:
             raise
         raise placed from None
+
+
+def _run_local(graph, inputs, options: RunOptions, sink_topics: dict) -> Result:
+    """A local run, whose Kafka sinks get all its outputs in one transaction once it ended. Their writers open
+    first, so that a broker that cannot be reached fails the run before it does any work."""
+    from flamespark.engines.local import LocalRun
+
+    # A local run does not resume: every run writes all of its outputs, under transactional ids of its own.
+    writers = open_writers(sink_topics, f"flamespark-{graph.name}-{uuid.uuid4().hex}", options.changes)
+    try:
+        run = LocalRun(graph, options)
+        result = run.run(inputs)
+        for sink, writer in writers.items():
+            writer.write(0, zip(result.outputs[sink], run.output_times[sink]), result.changes.get(sink, ()))
+        return result
+    finally:
+        close_writers(writers)

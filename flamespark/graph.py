@@ -1,7 +1,7 @@
 """The pipeline DSL: a Graph of Streams, built by chaining operators.
 
 Every operator's docstring shows it at work on a few events; the examples
-run as tests (tests/test_docs.py).
+run as tests (tests/unit/test_docs.py).
 """
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from flamespark.core.errors import GraphError
+from flamespark.windows import Window, described, duration_ms, optional_callable
+from operators.interval_join import JoinSpec
+from operators.windows import Hopping, Sessions, Tumbling
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -26,6 +29,7 @@ class Node:
     window: int | None = None
     shard: object = None
     side: bool | None = None  # a branch's port: the payloads for which the branch's predicate is this
+    spec: object = None  # a window's kind and durations (operators.windows), or an interval join's JoinSpec
 
 
 class Graph:
@@ -113,7 +117,11 @@ class Graph:
                 graph.add_edge(group, combine)
                 graph.add_edge(combine, group, feedback=True)
             else:
-                graph.add_node(self._drawn(node), kind=node.kind, operator=node.name, window=node.window)
+                detail = node.spec.describe() if node.spec is not None else None
+                if node.kind == "window":
+                    detail = f"{detail}, {node.fn.kind}"
+                graph.add_node(self._drawn(node), kind=node.kind, operator=node.name, window=node.window,
+                               detail=detail)
         for node in self.nodes.values():
             for parent in node.inputs:
                 graph.add_edge(self._drawn(self.nodes[parent], leaving=True), self._drawn(node))
@@ -121,12 +129,14 @@ class Graph:
 
     def to_dot(self) -> str:
         """Graphviz DOT text of `to_networkx()`; feedback edges are dashed."""
-        shapes = {"source": "invhouse", "sink": "house", "group_by": "box3d", "combine": "ellipse"}
+        shapes = {"source": "invhouse", "sink": "house", "group_by": "box3d", "combine": "ellipse", "window": "box3d",
+                  "interval_join": "box3d"}
         lines = [f"digraph {_quote(self.name)} {{", "  rankdir=LR;"]
         graph = self.to_networkx()
         for name, attrs in graph.nodes(data=True):
             label = f"{name}\\n{attrs['kind']}" + (f" w={attrs['window']}" if attrs.get("window") else "")
             label += " sharded" if attrs.get("sharded") else ""
+            label += f"\\n{attrs['detail']}" if attrs.get("detail") else ""
             lines.append(f"  {_quote(name)} [label={_quote(label)}, shape={shapes.get(attrs['kind'], 'box')}];")
         for a, b, attrs in graph.edges(data=True):
             style = ' [style=dashed, label="feedback"]' if attrs.get("feedback") else ""
@@ -315,6 +325,89 @@ class Stream:
             shard=None if shard is None else _callable(shard, "stateful shard", name),
         )
 
+    def tumbling_window(self, key, size, name: str | None = None) -> Window:
+        """Per `key(payload)`, windows `[k * size, (k + 1) * size)` of event time; aggregate them with the
+        `Window` it gives (`count()`, `sum(value)`, ...): one result per key and window holding an event,
+        `{"key", "start", "end", "value"}` at event time `end - 1`, released once the punctuation passes the
+        window. With `changes=True`, its value so far is in the changelog as soon as its events arrive.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("per_minute")
+        >>> g.source("clicks").tumbling_window(key=lambda c: c["ad"], size=60_000).count().sink("counts")
+        >>> clicks = [(1_000, {"ad": "x"}), (61_000, {"ad": "x"}), (59_000, {"ad": "x"})]
+        >>> [(r["start"], r["value"]) for r in fs.run(g, {"clicks": clicks}, reorder_latency=5_000).outputs["counts"]]
+        [(0, 2), (60000, 1)]
+        """
+        where = described("tumbling_window", name)
+        return Window(self, "tumbling_window", _key(key, where), Tumbling(duration_ms(size, "size", where)), name)
+
+    def hopping_window(self, key, size, slide, name: str | None = None) -> Window:
+        """Per `key(payload)`, windows `[k * slide, k * slide + size)`: an event is in every one holding its
+        time (`size` need not be a multiple of `slide`). Aggregate them as `tumbling_window`'s.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("sliding")
+        >>> g.source("numbers").hopping_window(key=lambda n: 0, size=10, slide=5).sum().sink("sums")
+        >>> [(r["start"], r["end"], r["value"]) for r in fs.run(g, {"numbers": [(2, 1), (7, 2), (12, 4)]}).outputs["sums"]]
+        [(-5, 5, 1), (0, 10, 3), (5, 15, 6), (10, 20, 4)]
+        """
+        where = described("hopping_window", name)
+        size, slide = duration_ms(size, "size", where), duration_ms(slide, "slide", where)
+        return Window(self, "hopping_window", _key(key, where), Hopping(size, slide), name)
+
+    def session_window(self, key, gap, name: str | None = None) -> Window:
+        """Per `key(payload)`, sessions: events less than `gap` apart share one, `[first ts, last ts + gap)`.
+        A late event that bridges two sessions merges them (both results retracted, one made). Aggregate them
+        as `tumbling_window`'s.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("sessions")
+        >>> g.source("visits").session_window(key=lambda v: v, gap=10).count().sink("sessions")
+        >>> visits = [(0, "u"), (25, "u"), (8, "u"), (16, "u")]
+        >>> fs.run(g, {"visits": visits}, reorder_latency=20).outputs["sessions"]
+        [{'key': 'u', 'start': 0, 'end': 35, 'value': 4}]
+        """
+        where = described("session_window", name)
+        return Window(self, "session_window", _key(key, where), Sessions(duration_ms(gap, "gap", where)), name)
+
+    def interval_join(self, right: Stream, key, right_key=None, within=None, how: str = "inner",
+                      name: str | None = None) -> Stream:
+        """Pair this stream's payloads `l` with `right`'s `r` where `key(l) == right_key(r)` (`right_key`
+        defaults to `key`) and `lower <= ts(r) - ts(l) <= upper`, `within=(lower, upper)` in milliseconds.
+
+        `how="inner"`: `{"left": l, "right": r}` at event time `max(ts(l), ts(r))`;
+        `how="left"`: those, and `{"left": l, "right": None}` at `ts(l) + max(upper, 0)`
+        for an `l` that found none; `how="left_anti"`: `l` itself at that time,
+        when it found none. An `l` is forgotten once the punctuation passes
+        `ts(l) + upper`, an `r` once it passes `ts(r) - lower`.
+
+        >>> import flamespark as fs
+        >>> g = fs.Graph("no_click")
+        >>> shown, clicked = g.source("impressions"), g.source("clicks")
+        >>> shown.interval_join(clicked, key=lambda e: e["ad"], within=(0, 60), how="left_anti").sink("ignored")
+        >>> impressions = [(0, {"ad": "x"}), (10, {"ad": "y"})]
+        >>> clicks = [(30, {"ad": "x"})]
+        >>> fs.run(g, {"impressions": impressions, "clicks": clicks}).outputs["ignored"]
+        [{'ad': 'y'}]
+        """
+        where = described("interval_join", name)
+        if not isinstance(right, Stream) or right.graph is not self.graph:
+            raise GraphError(f"{where} takes a stream of the same graph as its right input")
+        key = _key(key, where)
+        right_key = optional_callable(right_key, "right key", where) or key
+        if not isinstance(within, (tuple, list)) or len(within) != 2:
+            raise GraphError(f"{where} needs within=(lower, upper), the bounds of ts(right) - ts(left), "
+                             f"got {within!r}")
+        lower = duration_ms(within[0], "lower bound", where, positive=False)
+        upper = duration_ms(within[1], "upper bound", where, positive=False)
+        if lower > upper:
+            raise GraphError(f"{where} within=(lower, upper) needs lower <= upper, got ({lower}, {upper})")
+        if how not in JoinSpec.HOWS:
+            raise GraphError(f"{where} how must be one of {', '.join(map(repr, JoinSpec.HOWS))}, got {how!r}")
+        node = Node(name or self.graph._auto_name("interval_join"), "interval_join", [self.name, right.name],
+                    key=key, spec=JoinSpec(right_key, lower, upper, how))
+        return self.graph._add(node)
+
     def union(self, *others: Stream, name: str | None = None) -> Stream:
         """Merge this stream with others of the same graph, in event-time order.
 
@@ -341,6 +434,12 @@ class Stream:
         {'copy': ['x', 'y']}
         """
         self._then("sink", name)
+
+
+def _key(key, where: str):
+    if not callable(key):
+        raise GraphError(f"key function of {where} must be callable, got {type(key).__name__}")
+    return key
 
 
 def _callable(fn, role, name):

@@ -10,6 +10,7 @@ Engines only move items between operators; none re-implements their logic.
 """
 from operators.buffer_sort import BufferSort
 from operators.grouping import Bucket, WindowedGrouping
+from operators.interval_join import JoinOperator
 from operators.stateful import StatefulLoop
 from operators.stateless import (
     BranchOperator,
@@ -20,6 +21,7 @@ from operators.stateless import (
     UnionInputOperator,
 )
 from operators.store import DictState, KeyedState
+from operators.windows import WindowOperator
 
 __all__ = [
     "BranchOperator",
@@ -28,10 +30,12 @@ __all__ = [
     "DictState",
     "FilterOperator",
     "FlatMapOperator",
+    "JoinOperator",
     "KeyedState",
     "MapOperator",
     "PortOperator",
     "StatefulLoop",
     "UnionInputOperator",
     "WindowedGrouping",
+    "WindowOperator",
 ]

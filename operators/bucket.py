@@ -15,7 +15,7 @@ class Bucket:
     Buckets stay small (punctuations trim them), so a plain sorted list with
     bisect beats a tree; an in-order item is a plain append.
 
-    `add(item, run)` returns what `run(window, is_tombstone)` makes of each
+    `add(item, combine)` returns what `combine(window, is_tombstone)` makes of each
     window change, where a window is the tuple of the last `window` visible
     items ending at one item: tombstones for the windows that disappeared,
     then the windows that appeared (`changes(item)` gives the changes as
@@ -56,8 +56,8 @@ class Bucket:
         """The visible items in meta order."""
         return [self._items[identity] for identity in self._order]
 
-    def add(self, item, run) -> list:
-        return [run(window, tombstone) for tombstone, window in self.changes(item)]
+    def add(self, item, combine) -> list:
+        return [combine(window, tombstone) for tombstone, window in self.changes(item)]
 
     def changes(self, item) -> list:
         """Add `item` or tombstone; returns the window changes, as `(is_tombstone, window)` pairs."""

@@ -31,7 +31,7 @@ class WindowedGrouping(KeyedOperator):
         return bucket.dump()
 
     @staticmethod
-    def run(window, tombstone) -> Item:
+    def combine(window, tombstone) -> Item:
         """What a key's bucket makes of a window it adds or retracts: the item whose payload is the tuple of the
         window's payloads, with the meta of its last item."""
         return Item(

@@ -13,7 +13,7 @@ class StatefulLoop(KeyedOperator):
     Semantically this is the paper's construction: a window-2 grouping of
     items and the states fed back to it, and a combine map that runs `update`
     on `(item,)` or `(state, item)` windows (the literal form is kept as the
-    test oracle, `tests/literal_stateful.py`). Per key it keeps a `StateLog`,
+    test oracle, `tests/oracles/literal_stateful.py`). Per key it keeps a `StateLog`,
     so an item in order costs one `update` call, and a late item or a
     tombstone re-runs `update` only while the state it starts from changed.
     `update` must be deterministic and must not mutate its payload; it may
@@ -37,7 +37,7 @@ class StatefulLoop(KeyedOperator):
     def dump_bucket(self, log: StateLog) -> list:
         return dump_log(log)
 
-    def run(self, item, previous) -> Step:
+    def combine(self, item, previous) -> Step:
         """The combine map, with which a key's log applies items: `update` on `item` after step `previous` (None
         for a key's first item)."""
         if previous is None:

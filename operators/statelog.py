@@ -74,8 +74,8 @@ class Step:
         return [item.meta.dump(), item.data, item.arrival, self.count, self.base, self.state_data, self.arrival,
                 outputs_digest(self.outputs)]
 
-    def made(self, run) -> list:
-        """Its outputs (`run` is the operator's combine map, which a stored step needs to make them again)."""
+    def made(self, combine) -> list:
+        """Its outputs (`combine` is the operator's combine map, which a stored step needs to make them again)."""
         return self.outputs
 
 
@@ -90,9 +90,9 @@ _meta = attrgetter("meta")
 class StateLog:
     """A key's steps in meta order, and the tombstones that came before their items.
 
-    `add(item, run)` applies an item or a tombstone and returns what that
+    `add(item, combine)` applies an item or a tombstone and returns what that
     changes downstream: tombstones for outputs that no longer hold, then new
-    outputs. `run(item, previous_step)` is the operator's combine map.
+    outputs. `combine(item, previous_step)` is the operator's combine map.
     A step's identity is its meta and its item's data (`Step.data`, which a
     stored step gives without decoding its item), so no tuple is made per
     step.
@@ -126,21 +126,21 @@ class StateLog:
         """The earliest punctuation at which `collect` would forget a step, or None if there is no step."""
         return self.steps[0].meta.ts if self.steps else None
 
-    def add(self, item, run) -> list:
+    def add(self, item, combine) -> list:
         """Returns what the change makes: a list, or the tuple of a step's outputs, which callers must not change."""
         if item.tombstone:
-            return self._remove(item.meta, item.data, run)
+            return self._remove(item.meta, item.data, combine)
         meta, data = item.meta, item.data
         if self.pending and self._cancel_pending((meta, data)):
             return []
         steps = self.steps
         if self.dirty is None and (not steps or steps[-1].meta < meta):
             if not steps:
-                step = run(item, self.base)
+                step = combine(item, self.base)
                 _forget_changeable(self.base)
             else:
                 last = steps[-1]
-                step = run(item, last)
+                step = combine(item, last)
                 last.state = UNDECODED  # the next step starts from `step`: a re-run from `last` decodes `state_data`
             steps.append(step)
             return step.outputs
@@ -148,15 +148,15 @@ class StateLog:
         if self._holds(position, meta, data):
             steps[position].count += 1
             return []
-        out = self.flush(run) if self.dirty is not None and position > self.dirty else []
+        out = self.flush(combine) if self.dirty is not None and position > self.dirty else []
         previous = steps[position - 1] if position else self.base
-        step = run(item, previous)
+        step = combine(item, previous)
         _forget_changeable(previous)
         steps.insert(position, step)
         if self.dirty is not None:
             self.dirty += 1
         out.extend(step.outputs)
-        return self._rerun(position + 1, run, out)
+        return self._rerun(position + 1, combine, out)
 
     def _find(self, meta, data) -> int:
         """The first position whose identity is not below `(meta, data)`."""
@@ -180,7 +180,7 @@ class StateLog:
             self.pending[identity] = count - 1
         return True
 
-    def _remove(self, meta, data, run) -> list:
+    def _remove(self, meta, data, combine) -> list:
         position = self._find(meta, data)
         if not self._holds(position, meta, data):
             if self.pending is None:
@@ -190,19 +190,19 @@ class StateLog:
         if self.steps[position].count > 1:
             self.steps[position].count -= 1
             return []
-        out = self.flush(run)  # steps keep their places; the one at `position` may be a re-run of it
+        out = self.flush(combine)  # steps keep their places; the one at `position` may be a re-run of it
         step = self.steps[position]
         del self.steps[position]
         if position < len(self.steps):
             self.dirty = position
-        out.extend(tombstone(output) for output in step.made(run))
+        out.extend(tombstone(output) for output in step.made(combine))
         return out
 
-    def flush(self, run) -> list:
+    def flush(self, combine) -> list:
         """Do the re-run a removal left waiting, if any; returns what it changes downstream."""
-        return [] if self.dirty is None else self._rerun(self.dirty, run, [])
+        return [] if self.dirty is None else self._rerun(self.dirty, combine, [])
 
-    def _rerun(self, position, run, out) -> list:
+    def _rerun(self, position, combine, out) -> list:
         """Re-run the steps from `position` on while the state they start from has changed (and at least up to
         the `dirty` step); the log is clean after."""
         steps, dirty = self.steps, self.dirty
@@ -214,10 +214,10 @@ class StateLog:
                 if dirty is not None and index < dirty:
                     continue
                 break
-            new = run(old.item, previous)
+            new = combine(old.item, previous)
             _forget_changeable(previous)
             new.count = old.count
-            new.outputs = _keep_unchanged_outputs(old.made(run), new.outputs, out)
+            new.outputs = _keep_unchanged_outputs(old.made(combine), new.outputs, out)
             steps[index] = new
         return out
 

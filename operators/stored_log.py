@@ -82,13 +82,13 @@ class StoredStep(Step):
         dumped = self.dumped
         return dumped if dumped[3] == self.count else [*dumped[:3], self.count, *dumped[4:]]
 
-    def made(self, run) -> list:
+    def made(self, combine) -> list:
         try:
             return Step.outputs.__get__(self)
         except AttributeError:
             pass
         # `update` from the incoming state; the arrival passed on is the step's, which is at least its item's.
-        outputs = run(self.item, Step(None, None, None, unpack(self.base), self.base, self.arrival, ())).outputs
+        outputs = combine(self.item, Step(None, None, None, unpack(self.base), self.base, self.arrival, ())).outputs
         if outputs_digest(outputs) != self.dumped[7]:
             raise _OtherOutputs(self.item)
         Step.outputs.__set__(self, outputs)
@@ -191,18 +191,18 @@ class StoredLog(StateLog):
         times = self.packed.times
         return times[0] if times else super().forgets_from
 
-    def add(self, item, run) -> list:
+    def add(self, item, combine) -> list:
         times = self.packed.times
         if times and times[-1] >= item.meta[0]:
             self._unpack(bisect_left(times, item.meta[0]))
         try:
-            return super().add(item, run)
+            return super().add(item, combine)
         except _OtherOutputs as exc:
             raise self._nondeterministic(exc.item) from None
 
-    def flush(self, run) -> list:
+    def flush(self, combine) -> list:
         try:
-            return super().flush(run)
+            return super().flush(combine)
         except _OtherOutputs as exc:
             raise self._nondeterministic(exc.item) from None
 

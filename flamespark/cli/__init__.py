@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flamespark.cli import bench, bench_core, bench_overhead, bench_sorters, bench_state, disorder, graph, run
+from flamespark.cli import bench, disorder, graph, run
 from flamespark.core.errors import FlameSparkError
 
-COMMANDS = (run, disorder, graph, bench, bench_core, bench_overhead, bench_state, bench_sorters)
+COMMANDS = (run, disorder, graph, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ from flamespark.cli.arguments import PIPELINE_HELP, non_negative_int, positive_f
 from flamespark.core.errors import OptionError
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.options import ENGINES, MODES, SPARK_OPTIONS
-from flamespark.runtime.progress import POLICIES
+from flamespark.runtime.punctuations import POLICIES
 
 
 def _input_pair(text: str) -> tuple[str, str]:
@@ -19,14 +19,22 @@ def _input_pair(text: str) -> tuple[str, str]:
     return name, path
 
 
+def _sink_pair(text: str) -> tuple[str, str]:
+    name, sep, url = text.partition("=")
+    if not sep or not name or not url.startswith("kafka://"):
+        raise argparse.ArgumentTypeError(f"expected NAME=kafka://HOST:PORT/TOPIC, got {text!r}")
+    return name, url
+
+
 class _Inputs(argparse.Action):
-    """Collects repeated `--input NAME=PATH` into a dict of source name to path; a name given twice is refused."""
+    """Collects repeated `--input NAME=PATH` (or `--sink NAME=URL`) into a dict of name to path; a name given
+    twice is refused."""
 
     def __call__(self, parser, namespace, value, option_string=None):
         inputs = dict(getattr(namespace, self.dest) or {})
         name, path = value
         if name in inputs:
-            raise argparse.ArgumentError(self, f"source {name!r} given twice")
+            raise argparse.ArgumentError(self, f"{'sink' if self.dest == 'sink' else 'source'} {name!r} given twice")
         inputs[name] = path
         setattr(namespace, self.dest, inputs)
 
@@ -35,9 +43,11 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     """The pipeline, its inputs, the output directory and the run options: shared by `run` and `bench`."""
     parser.add_argument("pipeline", metavar="PATH.py:ATTR", help=PIPELINE_HELP)
     parser.add_argument("--input", metavar="NAME=PATH", action=_Inputs, type=_input_pair, required=True,
-                        help="events for source NAME: a JSONL file (one object per line with an integer 'ts'), or a "
+                        help="events for source NAME: a JSONL file (one object per line with an integer 'ts'), a "
                              "directory of such .jsonl files or of .parquet files with an integer column 'ts' "
-                             "(Spark's file source; the local engine reads them in name order); repeat per source")
+                             "(Spark's file source; the local engine reads them in name order), or a Kafka topic, "
+                             "kafka://HOST:PORT/TOPIC (values as JSONL lines; ?ts=record: the records' timestamps "
+                             "as event times); repeat per source")
     parser.add_argument("--out", metavar="DIR", required=True, type=Path, help="output directory")
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
     parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=0,
@@ -98,6 +108,10 @@ def add_parser(commands):
                              "it is computed ({\"op\": \"+\"}) and every retraction ({\"op\": \"-\"}, with the "
                              "late event that caused it), ahead of the final outputs (with --follow: "
                              "DIR/<sink>.changes/batch-N.jsonl)")
+    parser.add_argument("--sink", metavar="NAME=URL", action=_Inputs, type=_sink_pair, default={},
+                        help="send sink NAME's outputs to a Kafka topic, kafka://HOST:PORT/TOPIC, as JSON values "
+                             "with their event times as timestamps, exactly once (and with --changes its changelog "
+                             "to TOPIC.changes), instead of to DIR/NAME.jsonl; repeat per sink")
     parser.add_argument("--idle-timeout", metavar="SECONDS", type=positive_float, default=None,
                         help="a source that delivers nothing for this long stops holding back the others' releases; "
                              "its later events behind them are late (spark engine; default: wait for every source)")
@@ -112,7 +126,7 @@ def command(args) -> int:
     try:
         result = run_to_directory(args.pipeline, args.input, args.out, mode=args.mode, sink_format=args.sink_format,
                                   follow=args.follow, idle_timeout=args.idle_timeout, changes=args.changes,
-                                  **options)
+                                  sinks=args.sink, **options)
     except KeyboardInterrupt:
         if args.engine == "local":
             raise

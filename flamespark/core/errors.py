@@ -55,3 +55,7 @@ class InternalError(FlameSparkError):
 
 class InputError(FlameSparkError):
     """An input (file, line, event) is malformed or unknown."""
+
+
+class BrokerError(FlameSparkError):
+    """A Kafka broker cannot be reached, or refused what a run asked of it."""

@@ -8,35 +8,43 @@ from math import inf
 
 from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
-from flamespark.io.inputs import check_input_names, source_events
+from flamespark.io.inputs import check_input_names, is_kafka, source_events
+from flamespark.io.kafka import topic_events, topic_lanes
 from flamespark.result import Result
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
 from flamespark.runtime.heap import collect_if_crowded, collections_paused
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
 from flamespark.runtime.plan import build_plan
-from flamespark.runtime.progress import SourceProgress
+from flamespark.runtime.punctuations import Punctuations
 from flamespark.runtime.status_line import status_line
 
 
-def interleave(inputs: dict):
-    """Checked events of all sources as `(source, (ts, payload))`, one source at a time in turn.
+def lane_events(source: str, given):
+    """Checked events of one source as `(lane, (ts, payload))`, and `(lane, None)` once a lane ran out. A
+    source's lane is the source itself, or for a Kafka topic `(source, partition)`."""
+    if is_kafka(given):
+        yield from topic_events(source, given)
+        return
+    for event in source_events(source, given):
+        yield source, event
+    yield source, None
 
-    A source that ran out gives `(source, None)` once.
-    """
-    iterators = {source: source_events(source, given) for source, given in inputs.items()}
+
+def interleave(inputs: dict):
+    """Checked events of all sources as `(lane, (ts, payload))` (see `lane_events`), one source at a time in
+    turn. A lane that ran out gives `(lane, None)` once."""
+    iterators = [lane_events(source, given) for source, given in inputs.items()]
     if len(iterators) == 1:  # one source takes no turns: no list of the sources per event
-        (source, iterator), = iterators.items()
-        for event in iterator:
-            yield source, event
-        yield source, None
+        yield from iterators[0]
         return
     while iterators:
-        for source, iterator in list(iterators.items()):
+        for iterator in list(iterators):
             event = next(iterator, None)
             if event is None:
-                del iterators[source]
-            yield source, event
+                iterators.remove(iterator)
+            else:
+                yield event
 
 
 class LocalRun:
@@ -76,7 +84,7 @@ class LocalRun:
         self.plan = build_plan(graph, options.mode)
         self.states = {name: op.new_state() for name, op in self.plan.operators.items() if op.boundary}
         self.sources = graph.sources
-        self.progress = SourceProgress(self.sources, options.reorder_latency, options.late)
+        self.punctuations = Punctuations(self.sources, options.reorder_latency, options.late)
         self.punctuate_every = options.punctuate_every
         self.rate = options.rate
         self.shows_progress = options.shows_progress
@@ -90,9 +98,10 @@ class LocalRun:
         self.deliver = self.plan.wire(self._boundary)
         self.issued = -inf
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
+        self.output_times = {sink: array("q") for sink in self.plan.sinks.values()}  # each output's event time
         self.latencies_ms = array("d")  # 8 bytes an output, where a list of floats takes 32
         self.events = 0
-        self.punctuations = 0
+        self.issued_count = 0  # punctuations issued
         self.peak_buffered = 0
         self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
         buffers = {buffer.name for buffer in self.plan.buffers()}
@@ -125,6 +134,11 @@ class LocalRun:
 
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
+        lanes = {source: topic_lanes(source, given) for source, given in inputs.items() if is_kafka(given)}
+        if lanes:  # a topic's partitions are lanes of their own: each judges lateness by its own events
+            unlaned = self.punctuations
+            self.punctuations = Punctuations(self.sources, unlaned.reorder_latency, unlaned.late, lanes=lanes)
+            self.deliver.update((lane, self.deliver[source]) for source, parts in lanes.items() for lane in parts)
         started = clock.perf_counter()
         with collections_paused(), status_line(self.status) if self.shows_progress else nullcontext():
             if self.rate is None:
@@ -137,11 +151,11 @@ class LocalRun:
 
     def _run_unpaced(self, events):
         # `apply` of one event, whose admitted list is empty before and after: nothing waits in an unpaced run.
-        admit, deliver = self.progress.admit, self._deliver
+        admit, deliver = self.punctuations.admit, self._deliver
         since_punctuation = 0
         for source, event in events:
             if event is None:
-                self.progress.end(source)
+                self.punctuations.end(source)
                 continue
             item = admit(source, *event, clock.perf_counter())
             if item is not None:
@@ -158,7 +172,7 @@ class LocalRun:
         position = 0
         for source, event in events:
             if event is None:
-                self.progress.end(source)
+                self.punctuations.end(source)
                 continue
             due = started + position * interval
             position += 1
@@ -192,7 +206,7 @@ class LocalRun:
     def apply(self, events, behind: bool = False):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
         admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
-        admit = self.progress.admit
+        admit = self.punctuations.admit
         admitted = self.admitted
         for source, ts, payload, arrival in events:
             item = admit(source, ts, payload, arrival)
@@ -201,8 +215,8 @@ class LocalRun:
         if len(admitted) > 1:
             admitted.sort(key=_identity)
         if behind:
-            self.progress.advance()
-            final = bisect_right(admitted, self.progress.time(), key=_time)
+            self.punctuations.advance()
+            final = bisect_right(admitted, self.punctuations.time(), key=_time)
             admitted, self.admitted = admitted[:final], admitted[final:]
         else:
             self.admitted = []
@@ -227,12 +241,12 @@ class LocalRun:
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
         collect_if_crowded()
-        self.progress.advance()
-        time = self.progress.time()
+        self.punctuations.advance()
+        time = self.punctuations.time()
         if time <= self.issued:
             return
         self.issued = time
-        self.punctuations += 1
+        self.issued_count += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
         sent = False  # every operator was flushed at the end of the last step: until one sends, none need be
         for take, flush, punctuate, state, send, waiting, at_inf in self._operators:
@@ -256,7 +270,7 @@ class LocalRun:
     def _output(self, released: list, now: float):
         """Add the released items' payloads to the outputs and stamp their latencies. It empties `released` as
         it goes, so that an item nothing else holds (at +inf, none) is freed while still in the cache."""
-        outputs, latencies = self.outputs, self.latencies_ms
+        outputs, times, latencies = self.outputs, self.output_times, self.latencies_ms
         released.reverse()
         while released:
             item = released.pop()
@@ -264,6 +278,7 @@ class LocalRun:
             # payloads the pairs that `settle` took out and had to put back.
             payload = item.payload
             outputs[item.sink].append(unpack(item.data) if payload is None else payload)
+            times[item.sink].append(item.meta[0])
             latencies.append((now - item.arrival) * 1000.0)
 
     def flush(self):
@@ -282,7 +297,7 @@ class LocalRun:
     def status(self) -> str:
         """The run's progress, for a status line: it reads counters only."""
         return (f"{self.events} event(s) applied, {self.barrier.released} result(s) released, "
-                f"{len(self.progress.dead_letters)} late")
+                f"{len(self.punctuations.dead_letters)} late")
 
     def note_buffered(self):
         buffered = len(self.barrier)
@@ -295,11 +310,11 @@ class LocalRun:
         barrier = self.barrier
         metrics = run_metrics(
             events=self.events, arrived=barrier.arrived, tombstones=barrier.tombstones, released=barrier.released,
-            late_dropped=len(self.progress.dead_letters), late_adjusted=self.progress.counts()["late_adjusted"],
+            late_dropped=len(self.punctuations.dead_letters), late_adjusted=self.punctuations.counts()["late_adjusted"],
             peak_buffered=self.peak_buffered, wall_s=wall_s, latencies_ms=self.latencies_ms,
-            rounds=self.punctuations, engine={"name": "local", "punctuations": self.punctuations},
+            rounds=self.issued_count, engine={"name": "local", "punctuations": self.issued_count},
         )
-        result = Result(self.outputs, list(self.progress.dead_letters), metrics, self.latencies_ms.tolist())
+        result = Result(self.outputs, list(self.punctuations.dead_letters), metrics, self.latencies_ms.tolist())
         if self.changelog is not None:
             self.changelog.fill(result)
         return result

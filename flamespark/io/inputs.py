@@ -218,15 +218,25 @@ def count_events(directory, fmt: str) -> int:
 # ------------------------------------------------------------- any input
 
 
+def is_kafka(given) -> bool:
+    """Whether an input names a Kafka topic, `kafka://HOST:PORT/TOPIC` (see flamespark.io.kafka)."""
+    return isinstance(given, str) and given.startswith("kafka://")
+
+
 def is_path(given) -> bool:
-    """Whether an input names a file or directory (rather than being an iterable of events)."""
-    return isinstance(given, (str, os.PathLike))
+    """Whether an input names a file or directory (rather than a Kafka topic or an iterable of events)."""
+    return isinstance(given, (str, os.PathLike)) and not is_kafka(given)
 
 
 def source_events(source: str, given) -> Iterator[tuple[int, object]]:
-    """Source `source`'s checked `(ts, payload)` events from any input, in arrival order, read as needed."""
+    """Source `source`'s checked `(ts, payload)` events from any input, in arrival order, read as needed (a
+    Kafka topic's partitions interleaved as the broker sends them)."""
     if is_path(given):
         return _path_events(source, Path(given))
+    if is_kafka(given):
+        from flamespark.io.kafka import topic_events
+
+        return (event for _, event in topic_events(source, given) if event is not None)
     try:
         events = iter(given)
     except TypeError:
@@ -251,7 +261,8 @@ def _checked_pairs(source: str, events):
 def check_input_files(inputs: Mapping, follow: bool = False) -> None:
     """Read every event of the inputs that are files or directories (of Parquet files, their 'ts' columns),
     raising the InputError of the first bad one. Runs call it before their engine starts, so that bad input
-    costs no work and leaves nothing half done; an iterable is checked as it is read, as it may be a stream.
+    costs no work and leaves nothing half done; an iterable is checked as it is read, as it may be a stream,
+    and so is a Kafka topic, once its broker is found to answer and to have it (else BrokerError, InputError).
     A directory with no event files is refused unless the run `follow`s it (waits for files to come).
 
     >>> check_input_files({"numbers": [(1, "an iterable: not read here")], "words": "no-such-file.jsonl"})
@@ -260,6 +271,10 @@ def check_input_files(inputs: Mapping, follow: bool = False) -> None:
     flamespark.core.errors.InputError: no-such-file.jsonl: no such file
     """
     for source, given in inputs.items():
+        if is_kafka(given):
+            from flamespark.io.kafka import check_topic
+
+            check_topic(source, given)
         if not is_path(given):
             continue
         path = Path(given)

@@ -1,2 +1,2 @@
-"""What engines share: run options, source progress (punctuations, late events, minting), the physical plan,
+"""What engines share: run options, the sources' punctuations (with late events and minting), the physical plan,
 the metrics builder and garbage collection during a run."""

@@ -49,7 +49,9 @@ def records(changes: list, sinks) -> dict:
     """Each sink's records of `changes`, as `Result.changes` holds them."""
     by_sink = {sink: [] for sink in sinks}
     for sink, item, cause in changes:
-        by_sink[sink].append(_record(item, _named(cause) if item.tombstone else None))
+        # A `-` names its cause, but for the running value of a window that the buffered baseline retracts as its
+        # buffer releases the window's next event: no event's arrival caused that.
+        by_sink[sink].append(_record(item, _named(cause) if item.tombstone and cause is not None else None))
     return by_sink
 
 

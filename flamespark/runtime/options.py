@@ -6,11 +6,12 @@ import sys
 from dataclasses import dataclass, field
 
 from flamespark.core.errors import OptionError
-from flamespark.runtime.progress import POLICIES
+from flamespark.runtime.punctuations import POLICIES
 
 ENGINES = ("local", "spark")
 MODES = ("optimistic", "buffered")
-# The keyword arguments of flamespark.engines.spark.query.run_spark (apart from the graph, inputs and these options).
+# The keyword arguments of flamespark.engines.spark.query.run_spark (apart from the graph, inputs, these options
+# and the Kafka sinks).
 SPARK_OPTIONS = ("master", "checkpoint", "spark", "shards", "timeout", "max_rows_per_batch", "follow", "output",
                  "output_format", "ingest_partitions")
 

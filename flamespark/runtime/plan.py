@@ -10,12 +10,17 @@ from operators import (
     BufferSort,
     FilterOperator,
     FlatMapOperator,
+    JoinOperator,
     MapOperator,
     PortOperator,
     StatefulLoop,
     UnionInputOperator,
     WindowedGrouping,
+    WindowOperator,
 )
+
+# The kinds of node whose operator depends on the order of its input: the buffered mode sorts what reaches them.
+ORDER_SENSITIVE = ("group_by", "stateful", "window", "interval_join")
 
 @dataclass
 class PhysicalPlan:
@@ -85,14 +90,15 @@ class PhysicalPlan:
 
 
 def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
-    """Physical operators for `graph` in `mode` ("optimistic" or "buffered", checked by RunOptions); `buffered` puts a BufferSort before every grouping."""
+    """Physical operators for `graph` in `mode` ("optimistic" or "buffered", checked by RunOptions); `buffered` puts a BufferSort before every grouping,
+    window and join."""
     graph.validate()
     plan = PhysicalPlan()
     exits = {}
     for node in graph.nodes.values():
         entries = _entries(plan, node, mode)
         for index, parent in enumerate(node.inputs):
-            entry = entries[index] if node.kind == "union" else entries[0]
+            entry = entries[index] if len(entries) > 1 else entries[0]
             for exit_name in exits[parent]:
                 plan.downstream[exit_name].append(entry)
         if node.kind == "source":
@@ -111,8 +117,11 @@ def _entries(plan, node, mode) -> list:
         return [graph_node_id(kind, node.name)]
     if kind == "union":
         return [plan.add(UnionInputOperator(f"{node.name}/in{i}", i)) for i in range(len(node.inputs))]
+    sides = []
+    if kind == "interval_join":  # each input tags its items with their side, as a union's inputs do
+        sides = [plan.add(UnionInputOperator(f"{node.name}/{side}", i)) for i, side in enumerate(("left", "right"))]
     buffer = None
-    if mode == "buffered" and kind in ("group_by", "stateful"):
+    if mode == "buffered" and kind in ORDER_SENSITIVE:
         buffer = plan.add(BufferSort(f"{node.name}/buffer"))
     if kind == "map":
         op = MapOperator(node.name, node.fn)
@@ -128,10 +137,17 @@ def _entries(plan, node, mode) -> list:
         op = WindowedGrouping(node.name, node.key, node.window)
     elif kind == "stateful":
         op = StatefulLoop(node.name, node.key, node.fn, node.shard)
+    elif kind == "window":
+        op = WindowOperator(node.name, node.key, node.spec, node.fn)
+    elif kind == "interval_join":
+        op = JoinOperator(node.name, node.key, node.spec)
     else:
         raise GraphError(f"unknown operator kind {kind!r} for {node.name!r}")
     plan.add(op)
+    entry = op.name
     if buffer:
         plan.downstream[buffer].append(op.name)
-        return [buffer]
-    return [op.name]
+        entry = buffer
+    for side in sides:
+        plan.downstream[side].append(entry)
+    return sides or [entry]

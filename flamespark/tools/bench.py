@@ -24,7 +24,7 @@ from flamespark.io.inputs import read_input
 from flamespark.io.atomic import write_atomic
 from flamespark.runtime.metrics import percentiles
 from flamespark.runtime.options import MODES, RunOptions
-from flamespark.tools.bench_plots import plot_batches, plot_latency, plot_rates, plot_sweep
+from flamespark.tools.bench_plots import check_matplotlib, plot_batches, plot_latency, plot_rates, plot_sweep
 from flamespark.tools.bench_report import LATENCIES, markdown, number
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
@@ -207,7 +207,8 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     The other options are `flamespark.run`'s; `rate` paces the local engine's
     input too.
     """
-    # flamespark.run's errors, before any work
+    # flamespark.run's errors, and a missing matplotlib, before any work
+    check_matplotlib()
     RunOptions.of(engine, reorder_latency=reorder_latency, late=late, rate=rate,
                   **spark_options_given(master=master, checkpoint=checkpoint, max_rows_per_batch=max_rows_per_batch,
                                         ingest_partitions=ingest_partitions))

@@ -1,14 +1,29 @@
 """A bench report's plots: latency.png (the three latencies' distributions), rates.png and sweep.png (both
 modes against the offered rate and the disorder percent), batches.png (a Spark run's micro-batches as they
-came). Matplotlib is imported only to draw."""
+came). Matplotlib is imported only to draw: it is an extra, `pip install 'flamespark[bench]'`, which running
+pipelines does not need."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
 
+from flamespark.core.errors import FlameSparkError
 from flamespark.runtime.options import MODES
 from flamespark.tools.bench_report import LATENCIES
+
+
+def check_matplotlib():
+    """Raise a FlameSparkError saying how to install matplotlib if it is missing: `flamespark bench` calls this
+    before its first run, rather than fail after them all at its first plot."""
+    try:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except ValueError:  # a module set to None in sys.modules: as good as missing
+        found = False
+    if not found:
+        raise FlameSparkError("bench draws its plots with matplotlib, which is not installed: "
+                              "pip install 'flamespark[bench]'")
 
 
 def _figure(columns: int):

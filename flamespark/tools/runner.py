@@ -10,7 +10,8 @@ from flamespark.api import run_with_options
 from flamespark.core.errors import InputError, PayloadError
 from flamespark.io.atomic import write_atomic
 from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
-from flamespark.io.inputs import check_input_files
+from flamespark.io.inputs import check_input_files, is_kafka
+from flamespark.io.kafka_sink import kafka_sinks
 from flamespark.io.jsonl import write_jsonl
 from flamespark.io.sinks import SINK_FORMATS, check_sink_names, write_sink
 from flamespark.result import Result
@@ -18,26 +19,27 @@ from flamespark.runtime.options import RunOptions
 from flamespark.tools.loader import load_graph
 
 
-def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path]:
-    """Map source name to input path (a file or a directory), checking names and that the paths exist."""
+def check_inputs(graph, inputs: Mapping[str, str | Path]) -> dict[str, Path | str]:
+    """Map source name to input path (a file or a directory) or Kafka address, checking names and that the
+    paths exist."""
     for name, path in inputs.items():
         if name not in graph.sources:
             raise InputError(f"input {name}={path}: the graph has no source {name!r} "
                              f"(its sources: {', '.join(graph.sources)})")
-        if not Path(path).exists():
+        if not is_kafka(path) and not Path(path).exists():
             raise InputError(f"input {name}={path}: no such file or directory")
     missing = [s for s in graph.sources if s not in inputs]
     if missing:
         raise InputError(f"no input for source(s) {', '.join(missing)}")
     check_sink_names(graph.sinks)
-    return {name: Path(path) for name, path in inputs.items()}
+    return {name: path if is_kafka(path) else Path(path) for name, path in inputs.items()}
 
 
 def check_output_directory(out: Path, inputs: dict[str, Path]):
     """InputError unless `out` is a directory or can be made one (no part of its path is a file, and the nearest
     that exists is writable), and is no input directory, which its outputs would join."""
     for name, path in inputs.items():
-        if path.is_dir() and path.resolve() == out.resolve():
+        if not is_kafka(path) and path.is_dir() and path.resolve() == out.resolve():
             raise InputError(f"input {name}={path}: the output directory is the input's: give another --out")
     for path in (out, *out.parents):
         if path.exists():
@@ -86,7 +88,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
                      rate: float | None = None, master: str | None = None, checkpoint: str | Path | None = None,
                      max_rows_per_batch: int | None = None, sink_format: str = "jsonl", follow: bool = False,
                      idle_timeout: float | None = None, changes: bool = False,
-                     ingest_partitions: int | None = None) -> Result:
+                     ingest_partitions: int | None = None, sinks: Mapping[str, str] | None = None) -> Result:
     """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
     and write its sinks, dead letters and metrics under `out`.
 
@@ -101,11 +103,14 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     with the same one to resume. With `changes`, each sink's changelog goes
     to `out/<sink>.changes.jsonl` (a `follow` run's to `out/<sink>.changes/`,
     batch by batch). A sink whose outputs Parquet cannot hold is written as
-    JSONL, and the run then raises the PayloadError saying so. The other
-    options are `flamespark.run`'s.
+    JSONL, and the run then raises the PayloadError saying so. An input may
+    be a Kafka topic, `kafka://HOST:PORT/TOPIC`, and `sinks` maps sinks to
+    topics that take their outputs instead of files (see `flamespark.run`).
+    The other options are `flamespark.run`'s.
     """
     graph = load_graph(pipeline)
     paths = check_inputs(graph, inputs)
+    topics = kafka_sinks(sinks, graph.sinks)
     out = Path(out)
     given = spark_options_given(master=master, checkpoint=checkpoint, max_rows_per_batch=max_rows_per_batch,
                                 ingest_partitions=ingest_partitions, follow=follow or None)
@@ -122,15 +127,17 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
         from flamespark.engines.spark.query import check_inputs_allow  # what the engine would refuse, before
         check_inputs_allow(paths, rate, follow)  # `out` loses its mark of a complete output
         _clear_outputs(out, graph.sinks)
-    result = run_with_options(graph, paths, options)
+    result = run_with_options(graph, paths, options, topics)
     fallbacks = []
     if not follow:
         _clear_outputs(out, graph.sinks)
         for sink, values in result.outputs.items():
-            fallbacks.append(write_sink(out / sink, values, sink_format))
+            if sink not in topics:
+                fallbacks.append(write_sink(out / sink, values, sink_format))
         write_jsonl(out / "late.jsonl", result.late)
         for sink, records in result.changes.items():
-            write_jsonl(changelog_path(out, sink), records)
+            if sink not in topics:
+                write_jsonl(changelog_path(out, sink), records)
     write_atomic(out / "metrics.json", json.dumps(result.metrics, indent=2) + "\n")
     fallbacks = [problem for problem in fallbacks if problem]
     if fallbacks:

@@ -16,10 +16,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import flamespark
 from flamespark.core.errors import FlameSparkError
-
-# The directory from which the runs import flamespark: this one's.
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _directory_name(master: str) -> str:
@@ -47,7 +45,9 @@ def scaling_runs(pipeline: str, inputs: Mapping[str, str | Path], out: str | Pat
     """Run `pipeline` (`PATH.py:ATTR`) unpaced on each of `masters`; events/s of each and `speedup`, the last
     master's events/s over the first's. Each run's outputs go to `out/<master>/`."""
     out = Path(out)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])))
+    # The runs import the flamespark this process imported (and the operators beside it), installed or not.
+    packages = Path(flamespark.__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(packages), os.environ.get("PYTHONPATH")])))
     runs = []
     for master in masters:
         directory = out / _directory_name(master)

@@ -29,12 +29,17 @@ class BatchCollector:
     kept) to `output/<sink>.changes/batch-<id>.jsonl`, as soon as the batch ends.
     A batch replayed after a restart rewrites the same files, so outputs are
     neither lost nor duplicated. Every file is written atomically.
+    The sinks of `kafka_writers` (`{sink: io.kafka_sink.KafkaSinkWriter}`)
+    go to their Kafka topics instead, batch by batch, exactly once, whether
+    or not there is an `output`.
     """
 
-    def __init__(self, directory, sinks, progress: bool = False, output=None, output_format="jsonl"):
+    def __init__(self, directory, sinks, progress: bool = False, output=None, output_format="jsonl",
+                 kafka_writers: dict | None = None):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.sinks = sinks
+        self.kafka_writers = kafka_writers or {}
         self.progress = progress
         self.output = None if output is None else Path(output)
         self.output_format = output_format
@@ -58,15 +63,27 @@ class BatchCollector:
             "late": [r.payload for r in rows if r.kind == LATE],
             "metrics": [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC],
         }
+        if self.kafka_writers:
+            self._write_kafka(batch_id, outputs, part)
         if self.output is not None:
             self._write_output(part)
         write_atomic(self.directory / f"batch-{batch_id:08d}.msgpack", msgpack.packb(part))
         if self.progress:
             self._show(part)
 
+    def _write_kafka(self, batch_id: int, outputs: list, part):
+        """Each Kafka sink's outputs of the batch, with their event times, and its changelog records, in one
+        transaction per sink (which a replay of the batch skips)."""
+        changes = records(batch_changes(part), self.sinks) if part["changes"] else {}
+        for sink, writer in self.kafka_writers.items():
+            released = [(unpack(data), meta[0]) for target, meta, data, *_ in outputs if target == sink]
+            writer.write(batch_id, released, changes.get(sink, ()))
+
     def _write_output(self, part):
         name = f"batch-{part['batch']:08d}"
         for sink in self.sinks:
+            if sink in self.kafka_writers:
+                continue
             values = [unpack(data) for target, data, _ in part["outputs"] if target == sink]
             problem = write_sink(self.output / sink / name, values, self.output_format) if values else None
             if problem:

@@ -1,9 +1,11 @@
 """Compiling a graph to one Structured Streaming query, and running it to the end of its input."""
+import hashlib
 import re
 import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from pyspark.sql import functions as F
@@ -20,6 +22,7 @@ from flamespark.engines.spark.processors import (
 )
 from flamespark.engines.spark.files import file_stream
 from flamespark.engines.spark.interrupt import interrupt_flag
+from flamespark.engines.spark.kafka_source import kafka_stream
 from flamespark.engines.spark.replay import ReplaySource, ingesting_source, write_replay_file
 from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
@@ -32,9 +35,12 @@ from flamespark.engines.spark.rows import (
 )
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
+from flamespark.io.atomic import write_atomic
 from flamespark.io.checkpoint import claim, committed_a_batch, file_digest
 from flamespark.core.errors import FlameSparkError
-from flamespark.io.inputs import check_input_names, count_events, directory_format, is_path, source_events
+from flamespark.io.inputs import check_input_names, count_events, directory_format, is_kafka, is_path, source_events
+from flamespark.io.kafka import check_topic
+from flamespark.io.kafka_sink import close_writers, make_sink_topics, open_writers
 from flamespark.io.sinks import check_sink_names
 from flamespark.core.items import encode_event
 from flamespark.runtime.options import RunOptions
@@ -90,17 +96,22 @@ def _is_directory(given) -> bool:
 
 
 def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
-    """What each source reads: `("files", dir, format, count)` or `("replay", file written under directory)`.
+    """What each source reads: `("files", dir, format, count)`, `("kafka", url, partitions)` or
+    `("replay", file written under directory)`.
 
     A directory is read with Spark's file source: a finite run reads the
     events its files hold at the start (`count`), a `follow` one new files
-    until stopped (`count` None). Anything else, and an empty directory in a
-    finite run, is replayed from a file written for it.
+    until stopped (`count` None). A Kafka topic is read by kafka_source.
+    Anything else, and an empty directory in a finite run, is replayed from
+    a file written for it.
     """
     directory.mkdir(parents=True, exist_ok=True)
     prepared = {}
     for index, source in enumerate(graph.sources):
         given = inputs[source]
+        if is_kafka(given):
+            prepared[source] = ("kafka", given, len(check_topic(source, given)))
+            continue
         if _is_directory(given):
             fmt = directory_format(source, given)
             count = None if follow else count_events(given, fmt)
@@ -115,16 +126,23 @@ def prepare_inputs(graph, inputs, directory: Path, follow=False) -> dict:
 
 
 def check_inputs_allow(inputs: dict, rate, follow: bool):
-    """Refuse a rate for inputs that are directories (Spark's file source reads their files as they come), and
-    `follow` where no input is a directory (it would have nothing to watch, and the run would never end)."""
+    """Refuse a rate for inputs that are directories or Kafka topics (read as their files or records come),
+    and `follow` where no input is either (it would have nothing to watch, and the run would never end)."""
     directories = [source for source, given in inputs.items() if _is_directory(given)]
+    topics = [source for source, given in inputs.items() if is_kafka(given)]
     if rate is not None and directories:
         raise errors.OptionError(
             f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, directories))} "
             f"{'is a directory' if len(directories) == 1 else 'are directories'}, which Spark's file source reads "
             f"as its files come: give a JSONL file instead, or no rate"
         )
-    if follow and not directories:
+    if rate is not None and topics:
+        raise errors.OptionError(
+            f"rate paces inputs that are replayed (JSONL files, iterables); {', '.join(map(repr, topics))} "
+            f"{'is a Kafka topic' if len(topics) == 1 else 'are Kafka topics'}, read as its records come: "
+            f"give no rate"
+        )
+    if follow and not directories + topics:
         raise errors.OptionError(
             f"follow watches input directories for new files, and no input ({', '.join(map(repr, inputs))}) is a "
             f"directory: without follow, the run ends after its inputs"
@@ -132,21 +150,25 @@ def check_inputs_allow(inputs: dict, rate, follow: bool):
 
 
 def _fingerprint(prepared: dict) -> dict:
-    return {source: file_digest(how[1]) if how[0] == "replay" else f"{how[2]} files in {how[1]}"
-            for source, how in prepared.items()}
+    described = {"replay": lambda how: file_digest(how[1]), "files": lambda how: f"{how[2]} files in {how[1]}",
+                 "kafka": lambda how: how[1]}
+    return {source: described[how[0]](how) for source, how in prepared.items()}
 
 
-def _ingest_partitions(prepared: dict, partitions: int) -> dict:
-    """How many ingest partitions take each source: `partitions` for a replayed one, one for a directory.
+def _ingest_partitions(prepared: dict, partitions: int, mode: str) -> dict:
+    """How many ingest partitions take each source: `partitions` for a replayed one, one for a directory, and
+    one per Kafka partition for a topic (in the buffered baseline, one for all).
 
     A directory source stays in one partition: its rows come from files read
     in parallel, with no position across files to spread them by that a
     restart would see again, and its expected count ends it in that one.
     """
-    return {source: partitions if how[0] == "replay" else 1 for source, how in prepared.items()}
+    counts = {"replay": lambda how: partitions, "files": lambda how: 1,
+              "kafka": lambda how: how[2] if mode == "optimistic" else 1}
+    return {source: counts[how[0]](how) for source, how in prepared.items()}
 
 
-def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, replay_ingest=None):
+def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, replay_ingest=None, follow=False):
     """Each source's rows, the event counts that end finite directory sources, and the sources whose rows
     come raw (to be ingested by an ingest operator).
 
@@ -162,6 +184,13 @@ def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, re
             streams[source] = _replay_stream(spark, source, how[1], rate, max_rows, keys, ingest)
             if ingest is None:
                 raw.append(source)
+            continue
+        if how[0] == "kafka":
+            _, url, count = how
+            # Each Kafka partition under its ingest partition's key; in the baseline, all under the one key.
+            streams[source] = kafka_stream(spark, source, url, keys if len(keys) == count else keys[:1] * count,
+                                           follow, max_rows)
+            raw.append(source)
             continue
         _, directory, fmt, count = how
         streams[source] = file_stream(spark, source, directory, fmt, keys[0])
@@ -209,8 +238,24 @@ def build_query(streams: dict, raw: list, topology, reorder_latency, late, expec
     return stream
 
 
-def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, spark=None, shards=None,
-              timeout=None, max_rows_per_batch=None, follow=False, output=None, output_format="jsonl",
+def kafka_writer_id(workdir: Path) -> str:
+    """The id of the run's Kafka sink writers: the same for every run that resumes the checkpoint in `workdir`
+    or starts it afresh with the same claims (which replays the same batches), another for any other.
+
+    It hashes the claims with a random salt kept beside them, so that a new checkpoint directory, or a run
+    claiming other options, never finds another run's batches committed.
+    """
+    salt = workdir / "kafka-writer-salt"
+    if not salt.is_file():
+        write_atomic(salt, uuid.uuid4().hex)
+    digest = hashlib.sha256()
+    for name in (salt.name, "engine.json", "shards.json"):
+        digest.update((workdir / name).read_bytes())
+    return f"flamespark-{digest.hexdigest()[:20]}"
+
+
+def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None, checkpoint=None, spark=None,
+              shards=None, timeout=None, max_rows_per_batch=None, follow=False, output=None, output_format="jsonl",
               ingest_partitions=None):
     """Run `graph` as one Spark Structured Streaming query; returns the same Result as the local engine.
 
@@ -233,6 +278,9 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     `ingest_partitions` parallel tasks (default: `shards`), each judging
     lateness by its own part's punctuation; the buffered baseline ingests
     each source in one task, so that Spark's watermark agrees with it.
+    The sinks of `sink_topics` (`{sink: io.kafka.KafkaTopic}`) go to their
+    topics, each micro-batch's outputs in one Kafka transaction, exactly once
+    across restarts from the checkpoint (`kafka_writer_id`).
     """
     graph.validate()
     check_input_names(graph.sources, inputs)
@@ -242,6 +290,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
     idle_timeout, rate = options.idle_timeout, options.rate
     check_inputs_allow(inputs, rate, follow)
     workdir = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix="flamespark-"))
+    writers = {}
     try:
         # Replay files are rewritten from the inputs by every run, so a refused claim harms nothing. Written
         # before Spark starts, as writing them checks every event of an iterable input.
@@ -259,22 +308,26 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
             "idle_timeout": idle_timeout, "inputs": _fingerprint(prepared), "changes": options.changes,
             "state_layout": STATE_LAYOUT,
         }, started=resuming)
+        # A sink's broker is reached, and its topics made, before Spark starts.
+        make_sink_topics(sink_topics or {}, options.changes)
         spark = spark or spark_session(master, shards)
         shards = shards or int(spark.conf.get("spark.sql.shuffle.partitions"))
         partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
         claim(workdir, "shards.json", {"shards": shards, "ingest_partitions": partitions}, started=resuming)
         register_noted()
-        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions))
+        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode))
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
         # Each replayed input at its share of the rate, so that all of them together offer `rate` events/s.
         per_input = rate / len(prepared) if rate else None
-        streams, expected, raw = source_streams(spark, prepared, topology, per_input, max_rows_per_batch, replay_ingest)
+        streams, expected, raw = source_streams(spark, prepared, topology, per_input, max_rows_per_batch, replay_ingest,
+                                                follow)
         stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes)
+        writers = open_writers(sink_topics or {}, kafka_writer_id(workdir), options.changes)
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=options.shows_progress,
-                                   output=output, output_format=output_format)
+                                   output=output, output_format=output_format, kafka_writers=writers)
         started = time.perf_counter()
         writer = stream.writeStream.foreachBatch(collector)
         writer = writer.trigger(processingTime="0 seconds") if follow else writer.trigger(availableNow=True)
@@ -292,6 +345,7 @@ def run_spark(graph, inputs, options: RunOptions, master=None, checkpoint=None, 
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
                         changes=options.changes, stage_names=topology.stage_names(raw))
     finally:
+        close_writers(writers)
         if not checkpoint:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -20,7 +20,7 @@ from flamespark.engines.spark.rows import (
 from flamespark.runtime.changes import BatchChanges
 from operators import BufferSort
 
-LAYOUT = "entries [target, ts, meta as an array, data, arrival]"
+LAYOUT = "entries [target, ts, meta as an array, data, arrival, tombstone]"
 
 
 def keep_one_timer(handle, state: dict, earliest):
@@ -41,7 +41,7 @@ class BufferedStageProcessor(KeyedStage):
     Items wait in the state until Spark's watermark (the previous batch's
     maximum event time minus the delay) reaches them; a timer at the earliest
     buffered time fires then, and the released items go to the keyed operator
-    in meta order. Buffered entries `[target, ts, meta, data, arrival]` wait
+    in meta order. Buffered entries `[target, ts, meta, data, arrival, tombstone]` wait
     in chunks (`held.TimedRecords`), buckets in map states (`buckets`).
 
     A stage whose operators make sink items holds their part of the barrier
@@ -87,7 +87,8 @@ class BufferedStageProcessor(KeyedStage):
         for row in mine.itertuples(index=False):
             for target, meta, data, tombstone, arrival, _ in bundle_records(row.payload):
                 if target in self.buffers:
-                    entries.append([target, meta.ts, meta, data, arrival])
+                    # A window's running value, which its next event retracts, reaches a buffer in this mode too.
+                    entries.append([target, meta.ts, meta, data, arrival, tombstone])
                 else:
                     item = Item(meta, None, data, tombstone, arrival)
                     push(stored.barrier, changes, self.topology.plan.sinks[target], item, None)
@@ -113,8 +114,8 @@ class BufferedStageProcessor(KeyedStage):
         ready = [entry for entry in taken if entry[1] <= final]
         buffered.add([entry for entry in taken if entry[1] > final])
         stage = StageState(self.keyed, self.buckets)
-        items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, False, arrival), None)
-                 for target, _, meta, data, arrival in ready]
+        items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, tombstone, arrival), None)
+                 for target, _, meta, data, arrival, tombstone in ready]
         outbox = Outbox()
         changes = self._changes()
         barrier = stored.barrier if self.holds_barrier else None

@@ -4,7 +4,7 @@ A replayed source is ingested where it is read (`ReplayIngest`, in the
 source's read tasks), since what ingest needs of the events before a batch
 is a function of the file alone; the others (a directory, or any source of
 a run with an idle timeout, which judges by the batches' clock) go through
-`IngestProcessor`, a keyed operator that keeps its SourceProgress in
+`IngestProcessor`, a keyed operator that keeps its Punctuations in
 Spark's state store. Both run `ingest_events` on a batch.
 """
 import time
@@ -15,10 +15,10 @@ from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row
 from flamespark.engines.spark.topology import INGEST_STAGE
 from flamespark.runtime.changes import Cause
 from flamespark.runtime.heap import collections_paused
-from flamespark.runtime.progress import SourceProgress
+from flamespark.runtime.punctuations import Punctuations
 
 
-def ingest_events(progress, events, topology, partition: int, sources: list, changes: bool,
+def ingest_events(punctuations, events, topology, partition: int, sources: list, changes: bool,
                   behind: bool = False) -> list:
     """The rows one ingest partition makes of a batch's `(kind, source, ts, payload bytes, arrival, seq)`
     events, in arrival order: item bundles, then punctuations that rose, when the batch is `behind` its input
@@ -26,22 +26,22 @@ def ingest_events(progress, events, topology, partition: int, sources: list, cha
     counts in this batch (a metric row, naming the partition, that says whether the batch was behind).
 
     An event's position in its source is its `seq` when the source is spread
-    over partitions, else counted by `progress`; with `changes`, each item
+    over partitions, else counted by `punctuations`; with `changes`, each item
     carries its event as the changelog's cause.
     """
-    before = {source: progress.counts(source) for source in sources}
+    before = {source: punctuations.counts(source) for source in sources}
     outbox = Outbox()
     for kind, source, ts, payload, arrival, seq in events:
         if kind == END:
-            progress.end(source)
+            punctuations.end(source)
             continue
         position = seq if topology.partitions[source] > 1 else None
-        item = progress.admit(source, ts, unpack(payload), arrival, position)
+        item = punctuations.admit(source, ts, unpack(payload), arrival, position)
         if item is not None:
             cause = pack_cause(Cause.of(item)) if changes else None
             topology.send(outbox, source, item, cause)
     out = outbox.rows()
-    advanced = {(source, partition): time for source, time in progress.advance().items()}
+    advanced = {(source, partition): time for source, time in punctuations.advance().items()}
     out.extend(punctuation_rows(advanced, topology.shard_keys))
     behind = behind and topology.mode == "optimistic"  # the baseline holds every item back anyway
     if behind:
@@ -51,8 +51,8 @@ def ingest_events(progress, events, topology, partition: int, sources: list, cha
     reported = topology.shard_keys[0]
     for source in sources:
         out.extend(control_row(LATE, source, reported, payload=pack(dead))
-                   for dead in progress.dead_letters if dead["source"] == source)
-        counts = progress.counts(source)
+                   for dead in punctuations.dead_letters if dead["source"] == source)
+        counts = punctuations.counts(source)
         batch = {key: counts[key] - before[source][key] for key in counts}
         out.append(metric_row("ingest", reported, dict(batch, source=source, partition=partition, behind=behind)))
     return out
@@ -65,7 +65,7 @@ def _batch_time_ms(timerValues) -> int:
 
 
 class IngestProcessor(BlobProcessor):
-    """Stage 0, one group per ingest partition of `sources`: its SourceProgress, kept in the state store,
+    """Stage 0, one group per ingest partition of `sources`: its Punctuations, kept in the state store,
     and the stateless operators.
 
     Raw rows carry their ingest partition in the `shard` column (a source's
@@ -102,22 +102,22 @@ class IngestProcessor(BlobProcessor):
         partition = self.topology.ingest_keys.index(key[0])
         now = _batch_time_ms(timerValues)
         sources = [source for source in self.sources if partition < self.topology.partitions[source]]
-        progress = SourceProgress(sources, self.reorder_latency, self.late, self.expected, self.idle_timeout,
+        punctuations = Punctuations(sources, self.reorder_latency, self.late, self.expected, self.idle_timeout,
                                   clock_ms=lambda: now)
         snapshot = self.load(None)
         if snapshot is not None:
-            progress.restore(snapshot)
+            punctuations.restore(snapshot)
         batch = concat(rows).sort_values("seq", kind="stable")
         events = zip(*(batch[column].tolist() for column in ("kind", "target", "ts", "payload", "arrival", "seq")))
-        out = ingest_events(progress, events, self.topology, partition, sources, self.changes)
-        self.save(progress.snapshot())
+        out = ingest_events(punctuations, events, self.topology, partition, sources, self.changes)
+        self.save(punctuations.snapshot())
         yield frame(out)
 
 
 class ReplayIngest:
     """Ingest of one replayed source in its read tasks, one task per ingest partition.
 
-    What a partition's progress knows at the start of a batch is a function
+    What a partition's `Punctuations` knows at the start of a batch is a function
     of the source's file up to the batch: how many of the partition's events
     came before, and the latest time among them (a late event is never the
     latest, so whether earlier ones were late does not matter); lateness is
@@ -135,7 +135,8 @@ class ReplayIngest:
     def __call__(self, partition: int, received: int, latest, events, behind: bool = False) -> list:
         """The rows of a batch's `events` in `partition`, after `received` earlier ones there, the latest at
         event time `latest` (None if none); `behind` if the batch is behind its input."""
-        progress = SourceProgress([self.source], self.reorder_latency, self.late)
-        progress.resume(self.source, received, latest)
+        punctuations = Punctuations([self.source], self.reorder_latency, self.late)
+        punctuations.resume(self.source, received, latest)
         with collections_paused():
-            return ingest_events(progress, events, self.topology, partition, [self.source], self.changes, behind)
+            return ingest_events(punctuations, events, self.topology, partition, [self.source], self.changes,
+                                 behind)

@@ -45,8 +45,10 @@ def _apply(topology, stage, items, stage_state, outbox, barrier, changes) -> lis
     for index, ((operator, item, cause), key_data) in enumerate(zip(items, keys)):
         state = stage_state.states[operator.name]
         results = operator.add(item, state)
-        # A tombstone's replacement sorts right after it: the work the tombstone left waits for it.
-        if index + 1 == len(items) or items[index + 1][0] is not operator or keys[index + 1] != key_data:
+        # A tombstone's replacement sorts right after it, with its cause: the work the tombstone left waits for it.
+        # What the next item's event caused waits for nothing: a window's results name the event that changed it.
+        if (index + 1 == len(items) or items[index + 1][0] is not operator or keys[index + 1] != key_data
+                or items[index + 1][2] != cause):
             waited = operator.flush(state)
             if waited:
                 results = [*results, *waited]

@@ -6,7 +6,7 @@ making a `Row`; for the many calls of a batch, `pipelined.PipelinedMap`
 encodes the same bytes here and decodes a row as the tuple of its values: 8
 µs of Python to read a key and write it back, against 24 µs through PySpark's
 client (a 300-byte value, measured apart on this machine).
-`tests/test_spark_pipelined.py` holds both to PySpark's own encoding.
+`tests/spark/test_spark_pipelined.py` holds both to PySpark's own encoding.
 """
 import io
 import pickle

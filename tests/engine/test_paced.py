@@ -1,0 +1,142 @@
+"""Paced local runs: events arrive at a rate; what waits is applied in meta order, and behind, only once final
+or in time to spare."""
+import math
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import flamespark as fs
+from barrier import barrier as barrier_module
+from flamespark.engines.local import LocalRun
+from flamespark.runtime.options import RunOptions
+from tests import graphs
+from tests.oracles.changelog_checks import check_changelog
+from tests.oracles.reference import reference_run
+from tests.engine.test_exactness import number_case
+
+MODES = ["optimistic", "buffered"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=40, deadline=None)
+@given(case=number_case())
+def test_a_paced_run_matches_the_in_order_run(mode, case):
+    latency, events, arrival, _ = case
+    graph = graphs.chained_stateful()
+    result = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency, rate=20_000)
+    assert result.outputs == reference_run(graph, {"numbers": events})
+
+
+def test_events_that_arrived_while_the_engine_was_busy_are_applied_in_meta_order():
+    """Offered far faster than it is applied, a reversed input waits as a whole and replays nothing;
+    the same input unpaced is applied event by event and replays."""
+    reversed_input = [(ts, ts) for ts in range(60, 0, -1)]
+    graph = graphs.running_sum()
+    unpaced = fs.run(graph, {"numbers": reversed_input}, reorder_latency=100)
+    paced = fs.run(graph, {"numbers": reversed_input}, reorder_latency=100, rate=1e9)
+    assert paced.outputs == unpaced.outputs == reference_run(graph, {"numbers": reversed_input})
+    assert unpaced.metrics["tombstones"] > 0
+    assert paced.metrics["tombstones"] == 0
+
+
+def test_a_run_that_keeps_up_takes_as_long_as_its_input_and_counts_latency_from_arrival():
+    events = [(ts * 10, ts) for ts in range(20)]
+    started = time.perf_counter()
+    result = fs.run(graphs.running_sum(), {"numbers": events}, reorder_latency=0, rate=200)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    assert elapsed_ms >= 19 * 5
+    assert len(result.latencies_ms) == 20
+    # With no reorder latency, each output waits for the next event, due 5 ms after its own, or for the end.
+    assert all(latency >= 4.0 for latency in result.latencies_ms[:-1])
+    # Event i arrived (became due) 5i ms into the run, and its output left before the run ended: counted from
+    # the run's start instead, the later latencies would not fit.
+    assert all(latency + 5 * i <= elapsed_ms for i, latency in enumerate(result.latencies_ms))
+
+
+def test_a_run_with_time_to_spare_cancels_tombstones_while_it_waits(monkeypatch):
+    """The late event's retractions meet their items in the barrier while the run waits for the next arrival,
+    so no punctuation has any left to cancel."""
+    monkeypatch.setattr(barrier_module, "_cancel", lambda entries: pytest.fail("a punctuation cancelled tombstones"))
+    events = [(ts, ts) for ts in range(0, 100, 10)] + [(55, 55)] + [(ts, ts) for ts in range(100, 130, 10)]
+    graph = graphs.running_sum()
+    result = fs.run(graph, {"numbers": events}, reorder_latency=1000, rate=200)
+    assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
+    assert result.metrics["tombstones"] > 0
+
+
+def test_a_turn_cancels_the_tombstones_it_made_with_their_items_before_their_punctuation():
+    """With no time to spare the turn itself settles them: the barrier does not hold the retracted items."""
+    graph = graphs.running_sum()
+    run = LocalRun(graph, RunOptions.of(reorder_latency=1000, rate=200))
+    events = [(10, 3), (30, 9), (20, 6)]  # one key; 20 is late: the total at 30 is retracted and made again
+    for ts, value in events:
+        run._apply_waiting([("numbers", ts, value, 0.0)])
+    held = [item for _, item in run.barrier.state.held.snapshot()]
+    assert [(item.meta.ts, item.payload) for item in held] == [(10, 3), (20, 9), (30, 18)]
+    result = _turns(run, [], [])
+    assert result.metrics["tombstones"] == 1
+    assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
+
+
+def _turns(run: LocalRun, groups: list, behind: list):
+    """Hand `run` its events in `groups`, one turn each (behind or not), punctuating after each, then end."""
+    for group, late in zip(groups, behind):
+        run.apply([("numbers", ts, payload, 0.0) for ts, payload in group], behind=late)
+        run.punctuate()
+    run.punctuations.end("numbers")
+    run.apply([])
+    run.punctuate()
+    return run.result(0.0)
+
+
+def test_an_engine_behind_applies_only_what_the_punctuation_made_final():
+    graph = graphs.running_sum()
+    run = LocalRun(graph, RunOptions.of(reorder_latency=10))
+    run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
+    # The punctuation after admitting them is 30 - 10 - 1 = 19: only 5 is final.
+    assert [item.meta.ts for _, item in run.admitted] == [20, 30]
+    assert run.events == 1
+    # 25 comes after 30 but precedes it: applied with the waiting events in meta order, it replays nothing.
+    result = _turns(run, [[(25, 25)]], [False])
+    assert run.events == 4
+    assert result.metrics["tombstones"] == 0
+    assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
+
+
+def test_what_a_turn_behind_held_back_waits_for_time_to_spare_and_is_then_applied_in_meta_order():
+    graph = graphs.running_sum()
+    run = LocalRun(graph, RunOptions.of(reorder_latency=10))
+    run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
+    # One more event, but two wait from before: the turn is still behind, and 25 is not final either.
+    run._apply_waiting([("numbers", 25, 25, 0.0)])
+    assert [item.meta.ts for _, item in run.admitted] == [20, 25, 30]
+    run._apply_held_back(until=time.perf_counter() - 1.0)  # no time to spare
+    assert run.events == 1
+    run._apply_held_back(until=math.inf)
+    assert run.admitted == [] and run.events == 4
+    result = _turns(run, [], [])
+    assert result.metrics["tombstones"] == 0
+    assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(case=number_case(), data=st.data())
+def test_turns_that_hold_back_what_is_not_final_keep_the_in_order_outputs(mode, case, data):
+    latency, events, arrival, _ = case
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=len(arrival), max_size=len(arrival)))
+    groups, at = [], 0
+    for size in sizes:
+        if at < len(arrival):
+            groups.append(arrival[at:at + size])
+            at += size
+    behind = data.draw(st.lists(st.booleans(), min_size=len(groups), max_size=len(groups)))
+    graph = graphs.chained_stateful()
+    changes = mode == "optimistic"
+    run = LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latency, changes=changes))
+    result = _turns(run, groups, behind)
+    assert result.outputs == reference_run(graph, {"numbers": events})
+    if changes:
+        check_changelog(result, {"numbers": arrival})

@@ -101,9 +101,12 @@ class Runs:
             if mode == "optimistic":
                 latencies["speculative"] = result.speculative_latencies_ms
             metrics = result.metrics
+            regime = metrics["engine"].get("regime")
+            behind = (f", {regime['batches_behind']} of {metrics['engine']['batches']} micro-batches behind "
+                      f"their input" if regime else "")
             _progress(f"{mode} mode on {title}: done in {number(metrics.get('wall_s'))} s, "
                       f"replay ratio {number(metrics.get('replay_ratio'), 3)}, "
-                      f"p50 {number(metrics['latency_ms']['p50'], 1)} ms")
+                      f"p50 {number(metrics['latency_ms']['p50'], 1)} ms{behind}")
             entry[mode] = metrics
             outputs[mode] = result.outputs
             late[mode] = (sorted((letter["source"], letter["ts"], pack(letter["payload"])) for letter in result.late),

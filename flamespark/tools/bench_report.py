@@ -55,6 +55,8 @@ ROWS = [
     ("events/s", lambda m: m.get("events_per_s")),
     ("wall time (s)", lambda m: m.get("wall_s")),
     ("micro-batches", lambda m: m["engine"].get("batches")),
+    ("micro-batches behind their input", lambda m: _regime(m, "batches_behind")),
+    ("items held back (peak at a batch's end)", lambda m: _held_back(m)),
     ("first micro-batch (s)", lambda m: m["engine"].get("first_batch_s")),
     ("events/s after the first micro-batch",
      lambda m: (m["engine"].get("after_first_batch") or {}).get("events_per_s")),
@@ -63,6 +65,23 @@ ROWS = [
      lambda m: _thirds(m["engine"].get("batch_duration_thirds_ms"))),
     ("release delay, mean (micro-batches)", lambda m: m["engine"].get("release_delay_batches", {}).get("mean")),
 ] + [(f"latency p{p} (ms)", lambda m, p=p: m["latency_ms"].get(f"p{p}")) for p in PERCENTILES]
+
+
+def _regime(metrics: dict, key: str):
+    """A Spark run's count of `key` in its regime (`collector.regime`); None for an engine that reports none."""
+    return (metrics["engine"].get("regime") or {}).get(key)
+
+
+def _held_back(metrics: dict) -> str | None:
+    """The items a Spark run's stages held back while behind their input, and the most held at once.
+
+    >>> _held_back({"engine": {"regime": {"batches_behind": 3, "held_back": 1200, "peak_held_back": 700}}})
+    '1,200 (700)'
+    >>> _held_back({"engine": {"name": "local"}}) is None
+    True
+    """
+    held_back = _regime(metrics, "held_back")
+    return None if held_back is None else f"{held_back:,} ({_regime(metrics, 'peak_held_back'):,})"
 
 
 def markdown(report: dict) -> str:
@@ -147,8 +166,8 @@ def _rates(report: dict) -> list:
         "## Latency against offered rate",
         "",
         "| offered (events/s) | mode | events/s | processed events/s | sustained | replay ratio | p50 | p75 | p95 "
-        "| p99 (ms) | batch p50 (s) | outputs equal |",
-        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
+        "| p99 (ms) | batch p50 (s) | batches behind | items held back (peak) | outputs equal |",
+        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for point in report["rates"]:
         for mode in MODES:
@@ -158,7 +177,8 @@ def _rates(report: dict) -> list:
                 f"{number(metrics['processed_per_s'], 1)} | "
                 f"{'yes' if metrics['sustained'] else 'no'} | {number(metrics['replay_ratio'], 3)} | "
                 + " | ".join(number(latency[f"p{p}"], 0) for p in PERCENTILES)
-                + f" | {number(metrics['batch_s'], 2)} | {_equality(point)} |"
+                + f" | {number(metrics['batch_s'], 2)} | {number(_regime(metrics, 'batches_behind'))} "
+                f"| {number(_held_back(metrics))} | {_equality(point)} |"
             )
     highest = report["highest_sustained"]
     lines += ["", "Highest rate sustained (processed events/s at least 95 % of the offered rate; on Spark, "

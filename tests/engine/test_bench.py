@@ -107,11 +107,15 @@ def test_spark_report_counts_release_delays_in_micro_batches(spark, tmp_path, ev
         # Summed over the run, which the median batch is one of.
         assert all(stage["handler_ms"] <= stage["handler_total_ms"] and stage["state_ms"] <= stage["state_total_ms"]
                    < stage["handler_total_ms"] for stage in timing["stages"]), timing["stages"]
+        # Unpaced, no batch is behind its input: every one applies what it reads.
+        assert report[mode]["engine"]["regime"] == {"batches_behind": 0, "held_back": 0, "peak_held_back": 0}
     assert means["optimistic"] < means["buffered"]
     assert (out / "batches.png").read_bytes()[:4] == b"\x89PNG"
     markdown = (out / "report.md").read_text()
     assert "Each run's micro-batches (duration, events read): `batches.png`." in markdown
     assert "| micro-batches |" in markdown and "| release delay, mean (micro-batches) |" in markdown
+    assert "| micro-batches behind their input | 0 | 0 |" in markdown
+    assert "| items held back (peak at a batch's end) | 0 (0) | 0 (0) |" in markdown
     assert "| micro-batch p50, first / middle / last third (ms) |" in markdown
     assert "| run | mode | stage | on rows | in our handlers | of which state calls |" in markdown
     assert "| in our handlers over the run (s) | of which state calls (s) |" in markdown
@@ -158,6 +162,9 @@ def test_rates_run_both_modes_at_every_offered_rate(tmp_path, events_file):
                                            for mode in ("optimistic", "buffered")}
     markdown = (out / "report.md").read_text()
     assert "## Latency against offered rate" in markdown and "Highest rate sustained" in markdown
+    # The local engine reports no micro-batches, so none behind its input either.
+    assert "| batch p50 (s) | batches behind | items held back (peak) | outputs equal |" in markdown
+    assert "| micro-batches behind their input | - | - |" in markdown
 
 
 def test_batches_plot_draws_a_row_of_plots_per_run(tmp_path):

@@ -133,6 +133,36 @@ def _ingest_counts(parts) -> dict:
     return totals
 
 
+def _held_back(part) -> tuple:
+    """Whether the batch file `part` was behind its input, what its stages held back in it, and what they had
+    held back at its end (see `processors.held_back`)."""
+    behind = any(msgpack.unpackb(payload).get("behind", False) for stage, _, payload in part["metrics"]
+                 if stage == "ingest")
+    held_back = waiting = 0
+    for stage, _, payload in part["metrics"]:
+        if stage == "held_back":
+            values = msgpack.unpackb(payload)
+            held_back += values["held_back"]
+            waiting += values["waiting"]
+    return behind, held_back, waiting
+
+
+def regime(parts) -> dict:
+    """How many of the batches were behind their input, the items the stages held back in them (an item
+    counts once for every batch that holds it back anew), and the most they held back at a batch's end.
+
+    >>> ingest = msgpack.packb({"events": 4, "late_dropped": 0, "late_adjusted": 0, "behind": True})
+    >>> held = msgpack.packb({"stage": 1, "behind": True, "held_back": 30, "waiting": 25})
+    >>> regime([{"metrics": [["ingest", 0, ingest], ["held_back", 0, held], ["held_back", 1, held]]},
+    ...         {"metrics": []}])
+    {'batches_behind': 1, 'held_back': 60, 'peak_held_back': 50}
+    """
+    batches = [_held_back(part) for part in parts]
+    return {"batches_behind": sum(behind for behind, _, _ in batches),
+            "held_back": sum(held_back for _, held_back, _ in batches),
+            "peak_held_back": max((waiting for _, _, waiting in batches), default=0)}
+
+
 def _handler_times(parts) -> dict:
     """`{batch: {stage name: {"ms", "state_ms"}}}`: what each batch's handlers of a stage took, summed over its
     tasks, from their metric rows (`blob.handler`)."""
@@ -195,7 +225,8 @@ def after_first_batch(parts, progress) -> dict | None:
 def timeline(parts, progress, handlers: dict) -> list:
     """Each micro-batch of the latest run, in order: when it started (`start_s`, after the first's start), how
     long it took, the events it ingested, the outputs it released, what the barrier held at its release (the
-    released items included), and our handlers' time in it per stage (from `handlers`, `_handler_times` of
+    released items included), whether it was behind its input and what its stages held back at its end (see
+    `processors.held_back`), and our handlers' time in it per stage (from `handlers`, `_handler_times` of
     `parts`: summed over the stage's tasks): where a paced run falls behind its input.
 
     >>> progress = [{"batchId": 3, "timestamp": "2026-11-28T10:00:01.5Z", "durationMs": {"triggerExecution": 700}}]
@@ -207,19 +238,25 @@ def timeline(parts, progress, handlers: dict) -> list:
     >>> batch = timeline(parts, progress, _handler_times(parts))[0]
     >>> batch["batch"], batch["start_s"], batch["duration_ms"], batch["events"], batch["released"], batch["held"]
     (3, 0.0, 700, 4, 1, 9)
-    >>> batch["handler_ms"]
-    {'1: count': 120.0}
+    >>> batch["handler_ms"], batch["behind"], batch["held_back"]
+    ({'1: count': 120.0}, False, 0)
     """
     starts = dict(_batch_starts(progress))
     durations = {entry["batchId"]: entry["durationMs"]["triggerExecution"] for entry in progress
                  if "triggerExecution" in entry.get("durationMs", {})}
     first = min(starts.values(), default=0.0)
-    return [
-        {"batch": part["batch"], "start_s": starts[part["batch"]] - first, "duration_ms": durations.get(part["batch"]),
-         "events": _ingest_counts([part])["events"], "released": len(part["outputs"]), "held": _held(part),
-         "handler_ms": {stage: took["ms"] for stage, took in handlers[part["batch"]].items()}}
-        for part in parts if part["batch"] in starts
-    ]
+    batches = []
+    for part in parts:
+        if part["batch"] not in starts:
+            continue
+        behind, _, held_back = _held_back(part)
+        batches.append({
+            "batch": part["batch"], "start_s": starts[part["batch"]] - first, "duration_ms": durations.get(part["batch"]),
+            "events": _ingest_counts([part])["events"], "released": len(part["outputs"]), "held": _held(part),
+            "behind": behind, "held_back": held_back,
+            "handler_ms": {stage: took["ms"] for stage, took in handlers[part["batch"]].items()},
+        })
+    return batches
 
 
 def _held(part) -> int:
@@ -316,6 +353,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             "after_first_batch": after_first_batch(parts, progress) if paced else None,
             "batch_time": batch_time(progress, list(stage_names), handlers),
             "timeline": timeline(parts, progress, handlers),
+            "regime": regime(parts),
             "release_delay_batches": {
                 "mean": sum(delays) / len(delays) if delays else None,
                 "max": max(delays, default=None),

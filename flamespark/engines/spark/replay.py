@@ -12,6 +12,11 @@ partition's records came before and the latest time among them. With a rate,
 an event's arrival time is when it became due on the replay clock; the clock
 starts after the first (warm-up) batch, which carries one event, since
 Spark's first batch is slow.
+
+A paced replay also judges, as it plans each batch, whether the batch is
+behind its input (`behind`), and records it in the batch's end offset, so
+that a batch run again after a restart is judged the same; an ingesting
+source hands the judgement to its ingest (see `processors.held_back`).
 """
 import time
 import uuid
@@ -72,11 +77,32 @@ def ingesting_source(ingest) -> type:
 
 class ReplayPartition(InputPartition):
     """Records `start` to `end` of the file, spread over ingest partition `keys`; for an ingesting source,
-    only those of ingest partition `only`, after `received` earlier ones there, the latest at `latest`."""
+    only those of ingest partition `only`, after `received` earlier ones there, the latest at `latest`, in a
+    batch `behind` its input or not."""
 
-    def __init__(self, start, end, byte_start, clock, keys, only=None, received=0, latest=None):
+    def __init__(self, start, end, byte_start, clock, keys, only=None, received=0, latest=None, behind=False):
         self.start, self.end, self.byte_start, self.clock, self.keys = start, end, byte_start, clock, keys
-        self.only, self.received, self.latest = only, received, latest
+        self.only, self.received, self.latest, self.behind = only, received, latest, behind
+
+
+# How long the first event a paced batch reads may have been due before the batch counts as behind its input (s).
+BEHIND_AFTER_S = 1.0
+
+
+def behind(first: int, end: int, due: int, waited_s: float) -> bool:
+    """Whether a paced batch that reads records `first` to `end`, when records up to `due` are due and the
+    first of them has been due for `waited_s` seconds, is behind its input: it leaves due records for later
+    batches (a cap on its rows), or they have waited longer than BEHIND_AFTER_S.
+
+    Spark reads all that is due in every batch, so an engine that keeps up
+    reads what came during its previous batch, which waited about one
+    batch; one that falls behind finds its batches growing, each reading
+    what waited through a longer one.
+
+    >>> behind(10, 14, 14, 0.4), behind(10, 13, 14, 0.0), behind(10, 14, 14, 1.5)
+    (False, True, True)
+    """
+    return end < due or waited_s > BEHIND_AFTER_S
 
 
 class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -127,7 +153,14 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = max(first, due)
         if isinstance(limit, ReadMaxRows):
             end = min(end, first + limit.max_rows)
+        if self.rate > 0 and end > first and behind(first, end, due, self._waited_s(first)):
+            return {"i": end, "behind": True}
         return {"i": end}
+
+    def _waited_s(self, index) -> float:
+        """How long record `index` has been due (s), by the replay clock."""
+        anchor, origin = self.clock
+        return time.time() - (anchor + (index - origin) / self.rate)
 
     def getDefaultReadLimit(self):
         return ReadMaxRows(self.max_rows) if self.max_rows > 0 else ReadAllAvailable()
@@ -146,7 +179,8 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         byte_start = self.offsets[min(first, self.events)]
         if self.ingest is None:
             return [ReplayPartition(first, last, byte_start, clock, self.keys)]
-        return [ReplayPartition(first, last, byte_start, clock, self.keys, only, *self._before(first, only))
+        return [ReplayPartition(first, last, byte_start, clock, self.keys, only, *self._before(first, only),
+                                behind=end.get("behind", False))
                 for only in range(len(self.keys))]
 
     def _before(self, first, only) -> tuple:
@@ -161,7 +195,7 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         events = ((kind, source, ts, data, arrival, seq)
                   for kind, source, _, ts, _, data, _, arrival, seq, _ in self._rows(partition))
-        yield from self.ingest(partition.only, partition.received, partition.latest, events)
+        yield from self.ingest(partition.only, partition.received, partition.latest, events, partition.behind)
 
     def _rows(self, partition):
         """The partition's event rows, then end-of-input rows if it holds the end."""

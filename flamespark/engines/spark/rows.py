@@ -18,8 +18,9 @@ COLUMNS = ["kind", "target", "shard", "ts", "meta", "payload", "tombstone", "arr
 
 # Row kinds: raw input from a source, its end, a bundle of items and tombstones on their way to stage
 # `seq`, a punctuation of source `target`, a bundle of released outputs, a dead letter, a metric,
-# a bundle of changelog entries (a retraction is a tombstone).
+# a bundle of changelog entries (a retraction is a tombstone), a note that the batch is behind its input.
 EVENT, END, ITEMS, PUNCT, OUT, LATE, METRIC, CHANGE = "event", "end", "items", "punct", "out", "late", "metric", "change"
+BEHIND = "behind"
 
 # The buffered baseline adds a TIMESTAMP column for Spark's watermark: an item's event time
 # plus 1 ms (Spark's watermark starts at the epoch and counts rows at or below it as late,

@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
-from flamespark.engines.spark.rows import METRIC, PUNCT, concat, control_row, encode_time, frame
+from flamespark.engines.spark.rows import BEHIND, METRIC, PUNCT, concat, control_row, encode_time, frame
 from flamespark.runtime.heap import collections_paused, freeze_what_lives
 
 
@@ -33,7 +33,7 @@ KEY_SCHEMA = state_schema(key=BinaryType())
 VALUE_SCHEMA = state_schema(value=BinaryType())
 # A group's map state: its own value under the key b"v", and each kind of entry under a prefix of its own.
 _GROUP_VALUE = (b"v",)
-BUCKETS_PREFIX, HELD_PREFIX, BUFFERED_PREFIX = b"b", b"h", b"u"
+BUCKETS_PREFIX, HELD_PREFIX, BUFFERED_PREFIX, HELD_BACK_PREFIX = b"b", b"h", b"u", b"w"
 # The `target` of the metric rows in which `handler` reports a handler's time.
 HANDLER = "handler"
 
@@ -98,6 +98,11 @@ def punctuation_rows(times: dict, shard_keys: list) -> list:
         for (source, partition), time in times.items()
         for shard in shard_keys
     ]
+
+
+def behind_rows(shard_keys: list) -> list:
+    """Rows that tell every shard that the batch is behind its input (see `held_back`)."""
+    return [control_row(BEHIND, "", shard) for shard in shard_keys]
 
 
 def metric_row(stage: str, shard: int, values: dict) -> tuple:

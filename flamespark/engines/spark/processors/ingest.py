@@ -10,7 +10,7 @@ Spark's state store. Both run `ingest_events` on a batch.
 import time
 
 from flamespark.core.codec import pack, unpack
-from flamespark.engines.spark.processors.blob import BlobProcessor, handler, metric_row, punctuation_rows
+from flamespark.engines.spark.processors.blob import BlobProcessor, behind_rows, handler, metric_row, punctuation_rows
 from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row, frame, pack_cause
 from flamespark.engines.spark.topology import INGEST_STAGE
 from flamespark.runtime.changes import Cause
@@ -18,10 +18,12 @@ from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.punctuations import Punctuations
 
 
-def ingest_events(punctuations, events, topology, partition: int, sources: list, changes: bool) -> list:
+def ingest_events(punctuations, events, topology, partition: int, sources: list, changes: bool,
+                  behind: bool = False) -> list:
     """The rows one ingest partition makes of a batch's `(kind, source, ts, payload bytes, arrival, seq)`
-    events, in arrival order: item bundles, then punctuations that rose, dead letters and each source's
-    counts in this batch (a metric row, naming the partition).
+    events, in arrival order: item bundles, then punctuations that rose, when the batch is `behind` its input
+    (in the optimistic mode) rows that tell every shard so (see `held_back`), dead letters and each source's
+    counts in this batch (a metric row, naming the partition, that says whether the batch was behind).
 
     An event's position in its source is its `seq` when the source is spread
     over partitions, else counted by `punctuations`; with `changes`, each item
@@ -41,6 +43,9 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
     out = outbox.rows()
     advanced = {(source, partition): time for source, time in punctuations.advance().items()}
     out.extend(punctuation_rows(advanced, topology.shard_keys))
+    behind = behind and topology.mode == "optimistic"  # the baseline holds every item back anyway
+    if behind:
+        out.extend(behind_rows(topology.shard_keys))
     # Dead letters and counts only pass through the stages to the driver: under the first shard, as the
     # stages group rows by shard and would run a group of their own for another key.
     reported = topology.shard_keys[0]
@@ -49,7 +54,7 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
                    for dead in punctuations.dead_letters if dead["source"] == source)
         counts = punctuations.counts(source)
         batch = {key: counts[key] - before[source][key] for key in counts}
-        out.append(metric_row("ingest", reported, dict(batch, source=source, partition=partition)))
+        out.append(metric_row("ingest", reported, dict(batch, source=source, partition=partition, behind=behind)))
     return out
 
 
@@ -127,10 +132,11 @@ class ReplayIngest:
         self.late = late
         self.changes = changes
 
-    def __call__(self, partition: int, received: int, latest, events) -> list:
+    def __call__(self, partition: int, received: int, latest, events, behind: bool = False) -> list:
         """The rows of a batch's `events` in `partition`, after `received` earlier ones there, the latest at
-        event time `latest` (None if none)."""
+        event time `latest` (None if none); `behind` if the batch is behind its input."""
         punctuations = Punctuations([self.source], self.reorder_latency, self.late)
         punctuations.resume(self.source, received, latest)
         with collections_paused():
-            return ingest_events(punctuations, events, self.topology, partition, [self.source], self.changes)
+            return ingest_events(punctuations, events, self.topology, partition, [self.source], self.changes,
+                                 behind)

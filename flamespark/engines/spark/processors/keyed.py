@@ -4,7 +4,7 @@ import time
 
 from barrier.barrier import Barrier
 from flamespark.engines.spark.processors.blob import BlobProcessor, metric_row
-from flamespark.engines.spark.rows import CHANGE, ITEMS, OUT, PUNCT, Outbox, encode_time
+from flamespark.engines.spark.rows import BEHIND, CHANGE, ITEMS, OUT, PUNCT, Outbox, encode_time
 from flamespark.runtime.changes import BatchChanges
 
 
@@ -87,9 +87,10 @@ def add_changes(outbox, shard: int, changes: BatchChanges | None):
 
 
 def split_rows(batch, stage: int):
-    """The item bundles bound for `stage`, and the rows that only pass through (neither those nor punctuations)."""
+    """The item bundles bound for `stage`, and the rows that only pass through (neither those nor punctuations,
+    nor notes that the batch is behind, which a stage passes on itself)."""
     for_me = (batch["kind"] == ITEMS) & (batch["seq"] == stage)
-    return batch[for_me], batch[~for_me & (batch["kind"] != PUNCT)]
+    return batch[for_me], batch[~for_me & ~batch["kind"].isin((PUNCT, BEHIND))]
 
 
 def release(stage: int, shard: int, barrier: Barrier, time_now, stored: int = 0) -> list:

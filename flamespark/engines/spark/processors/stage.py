@@ -1,11 +1,20 @@
 """The optimistic mode's keyed stages, driven by punctuation rows, each holding its part of the barrier."""
 import math
 
-from flamespark.engines.spark.processors.blob import HELD_PREFIX, handler, punctuation_rows
+from flamespark.engines.spark.processors.blob import (
+    HELD_BACK_PREFIX,
+    HELD_PREFIX,
+    behind_rows,
+    handler,
+    metric_row,
+    punctuation_rows,
+)
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
 from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
+from flamespark.engines.spark.processors.held_back import HeldBack
 from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
+    BEHIND,
     COLUMNS,
     PUNCT,
     Outbox,
@@ -63,9 +72,15 @@ class StageProcessor(KeyedStage):
     rows of its items (one step a batch). Every stage but the last passes
     the punctuations on.
 
+    A batch that is behind its input (it carries `BEHIND` rows) applies only
+    the items its punctuation has made final and holds the others back
+    (`held_back.HeldBack`); one that is not applies everything on arrival,
+    what was held back included. Every stage but the last passes the note on.
+
     The shard's value holds only what is small (horizons, the barrier's
-    counters and index); buckets and held items are in map states, read and
-    written as far as the batch touches them.
+    counters and index, the index of what is held back); buckets and held
+    items are in map states, read and written as far as the batch touches
+    them.
     """
 
     def init(self, handle):
@@ -73,39 +88,57 @@ class StageProcessor(KeyedStage):
         self.operators = self.topology.boundary_operators(self.stage)
         self.buckets = bucket_map(self.store)
         self.held = chunk_map(self.store, HELD_PREFIX) if self.holds_barrier else None
+        self.held_back = chunk_map(self.store, HELD_BACK_PREFIX)
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"horizons": {}, "barrier": None})
+        state = self.load({"horizons": {}, "barrier": None, "held_back": None})
         horizons = Horizons(self.topology.partitions, state["horizons"])
         batch = concat(rows)
         mine, passing = split_rows(batch, self.stage)
         if len(passing):
             yield passing[COLUMNS]
+        advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
+        behind = bool((batch["kind"] == BEHIND).any())
         stage = StageState(self.operators, self.buckets)
         stored = StoredBarrier(self.held, state["barrier"]) if self.holds_barrier else None
         barrier = stored.barrier if self.holds_barrier else None
         changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()
         items = []
-        for target, item, cause in bundle_items(mine.itertuples(index=False), decode=self.operators.__contains__):
+        # Payloads are decoded only for the items applied now (`HeldBack.sort_out`).
+        for target, item, cause in bundle_items(mine.itertuples(index=False), decode=_never):
             if target in self.operators:
-                items.append((self.operators[target], item, cause))
-            else:
+                items.append((target, item, cause))
+            else:  # the barrier holds it until its punctuation in any case
                 push(barrier, changes, self.topology.plan.sinks[target], item, cause)
-        apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
+        held_back = HeldBack(self.held_back, state["held_back"])
+        ready = held_back.sort_out(items, behind, horizons.time)
+        applied = [(self.operators[target], item, cause) for target, item, cause in ready]
+        apply_in_meta_order(self.topology, self.stage, applied, stage, outbox, barrier, changes)
         add_changes(outbox, shard, changes)
         out = outbox.rows()
-        advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
+        if behind or held_back.resumed or len(held_back):
+            out.append(metric_row("held_back", shard, {
+                "stage": self.stage, "behind": behind, "held_back": held_back.held_back, "waiting": len(held_back),
+            }))
+        state["held_back"] = held_back.index
         stage.punctuate(horizons.time)
         stage.save()
         state["horizons"] = horizons.dump()
         if self.holds_barrier:
             out.extend(stored.release(self.stage, shard, horizons.time))
             state["barrier"] = stored.save()
-        if not self.last and shard == 0 and advanced:
-            out.extend(punctuation_rows(advanced, self.topology.shard_keys))
+        if not self.last and shard == 0:
+            if advanced:
+                out.extend(punctuation_rows(advanced, self.topology.shard_keys))
+            if behind:
+                out.extend(behind_rows(self.topology.shard_keys))
         self.save(state)
         if out:
             yield frame(out)
+
+
+def _never(target) -> bool:
+    return False

@@ -24,6 +24,7 @@ from operator import attrgetter
 
 from flamespark.core.codec import pack, unpack
 from flamespark.core.items import Item, Meta, event_tiebreak, new_meta
+from operators import early_tombstones
 from operators.keyed import KeyedOperator
 from operators.statelog import tombstone
 
@@ -120,19 +121,11 @@ class JoinBucket:
         if item.tombstone:
             position = self.sides[side].find(identity)
             if position < 0:
-                if self.pending is None:
-                    self.pending = {}
-                self.pending[identity] = self.pending.get(identity, 0) + 1
+                self.pending = early_tombstones.wait(self.pending, identity)
                 return []
             return combine.remove(self.sides, side, position, item)
-        if self.pending:
-            count = self.pending.get(identity)
-            if count:
-                if count == 1:
-                    del self.pending[identity]
-                else:
-                    self.pending[identity] = count - 1
-                return []
+        if self.pending and early_tombstones.cancel(self.pending, identity):
+            return []
         return combine.insert(self.sides, side, item)
 
     def flush(self, combine) -> list:
@@ -143,9 +136,7 @@ class JoinBucket:
         left, right = self.sides
         left.forget(time, self.spec.upper)
         right.forget(time, -self.spec.lower)
-        if not self.pending:
-            return 0
-        return sum(count for (meta, _), count in self.pending.items() if meta[0] <= time)
+        return early_tombstones.orphans(self.pending, time)
 
     @property
     def latest(self):
@@ -157,9 +148,7 @@ class JoinBucket:
             times.append(left.items[-1].meta[0] + max(spec.upper, 0))
         if right.items:
             times.append(right.items[-1].meta[0] + max(-spec.lower, 0))
-        if self.pending:
-            times += [meta[0] for meta, _ in self.pending]
-        return max(times, default=None)
+        return max(times + early_tombstones.times(self.pending), default=None)
 
     @property
     def forgets_from(self):
@@ -177,18 +166,14 @@ class JoinBucket:
         return not self.sides[LEFT].items and not self.sides[RIGHT].items and not self.pending
 
     def dump(self) -> list:
-        pending = [[meta.dump(), data, count] for (meta, data), count in (self.pending or {}).items()]
-        return [self.sides[LEFT].dump(), self.sides[RIGHT].dump(), pending]
+        return [self.sides[LEFT].dump(), self.sides[RIGHT].dump(), early_tombstones.dump(self.pending)]
 
     @classmethod
     def load(cls, dumped, spec: JoinSpec) -> "JoinBucket":
         left, right, pending = dumped
         bucket = cls(spec)
         bucket.sides = (Side.load(left), Side.load(right))
-        for meta, data, count in pending:
-            if bucket.pending is None:
-                bucket.pending = {}
-            bucket.pending[(Meta.load(meta), data)] = count
+        bucket.pending = early_tombstones.load(pending)
         return bucket
 
 

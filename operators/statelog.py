@@ -27,6 +27,7 @@ from operator import attrgetter
 from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError
 from flamespark.core.items import Item
+from operators import early_tombstones
 
 NO_STATE = pack(None)
 
@@ -118,7 +119,7 @@ class StateLog:
         if not self.pending:
             return self.steps[-1].meta.ts if self.steps else None
         times = [self.steps[-1].meta.ts] if self.steps else []
-        times += [meta.ts for meta, _ in self.pending]
+        times += early_tombstones.times(self.pending)
         return max(times)
 
     @property
@@ -131,7 +132,7 @@ class StateLog:
         if item.tombstone:
             return self._remove(item.meta, item.data, combine)
         meta, data = item.meta, item.data
-        if self.pending and self._cancel_pending((meta, data)):
+        if self.pending and early_tombstones.cancel(self.pending, (meta, data)):
             return []
         steps = self.steps
         if self.dirty is None and (not steps or steps[-1].meta < meta):
@@ -170,22 +171,10 @@ class StateLog:
         steps = self.steps
         return position < len(steps) and steps[position].meta == meta and steps[position].data == data
 
-    def _cancel_pending(self, identity) -> bool:
-        count = self.pending.get(identity)
-        if not count:
-            return False
-        if count == 1:
-            del self.pending[identity]
-        else:
-            self.pending[identity] = count - 1
-        return True
-
     def _remove(self, meta, data, combine) -> list:
         position = self._find(meta, data)
         if not self._holds(position, meta, data):
-            if self.pending is None:
-                self.pending = {}
-            self.pending[(meta, data)] = self.pending.get((meta, data), 0) + 1
+            self.pending = early_tombstones.wait(self.pending, (meta, data))
             return []
         if self.steps[position].count > 1:
             self.steps[position].count -= 1
@@ -236,9 +225,7 @@ class StateLog:
             # A key back at a new key's state (a collector that emitted) keeps nothing, so its store can drop it.
             self.base = None if last.state_data == NO_STATE else _base_after(last)
             del steps[:cut]
-        if not self.pending:
-            return 0
-        return sum(count for (meta, _), count in self.pending.items() if meta.ts <= time)
+        return early_tombstones.orphans(self.pending, time)
 
 
 def _forget_changeable(step):

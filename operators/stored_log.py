@@ -30,6 +30,7 @@ import msgpack
 from flamespark.core.codec import unpack
 from flamespark.core.errors import UserFunctionError
 from flamespark.core.items import Item, Meta, new_meta
+from operators import early_tombstones
 from operators.statelog import NO_STATE, StateLog, Step, outputs_digest
 
 
@@ -167,8 +168,7 @@ class StoredLog(StateLog):
         """The log `dump_log` dumped, of a key of stateful operator `operator`."""
         base, times, lengths, data, pending, dirty = dumped
         log = cls(operator)
-        if pending:
-            log.pending = {(new_meta(Meta, meta), payload): count for meta, payload, count in pending}
+        log.pending = early_tombstones.load(pending)
         if not times:
             log.base = _base_step(base)
             return log
@@ -250,6 +250,6 @@ def dump_log(log: StateLog) -> list:
         times.append(step.meta[0])
         lengths.append(len(encoded))
         data.append(encoded)
-    pending = [[meta.dump(), payload, count] for (meta, payload), count in (log.pending or {}).items()]
+    pending = early_tombstones.dump(log.pending)
     dirty = None if log.dirty is None else len(packed.times) + log.dirty
     return [base, times, lengths, b"".join(data), pending, dirty]

@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from flamespark.core.codec import pack, unpack
 from flamespark.core.errors import FlameSparkError
 from flamespark.core.items import Item, Meta, encode, event_tiebreak, new_meta
+from operators import early_tombstones
 from operators.aggregates import IMMUTABLE
 from operators.keyed import KeyedOperator
 from operators.statelog import tombstone
@@ -118,8 +119,8 @@ class WindowBucket:
         """Add an item or a tombstone; the results it changes wait for `flush`."""
         if item.tombstone:
             if not self._remove(item):
-                self._wait(item)
-        elif not (self.pending and self._cancel_pending(item)):
+                self.pending = early_tombstones.wait(self.pending, (item.meta, item.data))
+        elif not (self.pending and early_tombstones.cancel(self.pending, (item.meta, item.data))):
             self._insert(item)
         return ()
 
@@ -135,23 +136,6 @@ class WindowBucket:
             self.retired.append(window.emitted)
             window.emitted = None
             self.dirty = True
-
-    def _wait(self, item):
-        if self.pending is None:
-            self.pending = {}
-        identity = (item.meta, item.data)
-        self.pending[identity] = self.pending.get(identity, 0) + 1
-
-    def _cancel_pending(self, item) -> bool:
-        identity = (item.meta, item.data)
-        count = self.pending.get(identity)
-        if not count:
-            return False
-        if count == 1:
-            del self.pending[identity]
-        else:
-            self.pending[identity] = count - 1
-        return True
 
     def flush(self, combine) -> list:
         """The results the changes since the last flush make: tombstones for results that no longer hold, then
@@ -185,17 +169,13 @@ class WindowBucket:
     def collect(self, time) -> int:
         """Forget the windows whose last instant is at or before `time`; returns orphan tombstones seen."""
         self._forget(time)
-        if not self.pending:
-            return 0
-        return sum(count for (meta, _), count in self.pending.items() if meta[0] <= time)
+        return early_tombstones.orphans(self.pending, time)
 
     @property
     def latest(self):
         """The latest time at which a punctuation lets `collect` forget something (a window's last instant, a
         waiting tombstone's event time), or None if it holds nothing."""
-        times = [window.end - 1 for window in self.windows()]
-        if self.pending:
-            times += [meta[0] for meta, _ in self.pending]
+        times = [window.end - 1 for window in self.windows()] + early_tombstones.times(self.pending)
         return max(times, default=None)
 
     @property
@@ -208,14 +188,10 @@ class WindowBucket:
         return not self.pending and not any(True for _ in self.windows())
 
     def dump(self) -> list:
-        pending = [[meta.dump(), data, count] for (meta, data), count in (self.pending or {}).items()]
-        return [self.key_data, [window.dump() for window in self.windows()], pending]
+        return [self.key_data, [window.dump() for window in self.windows()], early_tombstones.dump(self.pending)]
 
     def _load(self, windows, pending):
-        for meta, data, count in pending:
-            if self.pending is None:
-                self.pending = {}
-            self.pending[(Meta.load(meta), data)] = count
+        self.pending = early_tombstones.load(pending)
         return [OpenWindow.load(window) for window in windows]
 
     def windows(self):

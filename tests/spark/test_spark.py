@@ -344,7 +344,7 @@ def test_metrics_have_the_same_keys_on_both_engines(readings):
         assert spark[key] == local[key], key
     assert spark["engine"]["name"] == "spark" and set(spark["engine"]) == {
         "name", "batches", "batch_duration_ms", "batch_duration_thirds_ms", "first_batch_s", "after_first_batch",
-        "batch_time", "timeline", "release_delay_batches"}
+        "batch_time", "timeline", "release_delay_batches", "regime"}
     assert spark["engine"]["after_first_batch"] is None  # only a paced run has a rate to keep up with
     assert spark["engine"]["batch_duration_ms"]["p50"] > 0
     thirds = spark["engine"]["batch_duration_thirds_ms"]

@@ -12,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from flamespark.core.codec import pack
 from flamespark.engines.local import LocalRun
 from flamespark.runtime.options import RunOptions
-from tests.oracles.changelog_checks import replay
+from tests.oracles.changelog_checks import check_changes
 from tests.strategies import disordered, in_order_events
 from tests.oracles.reference import sorted_events
 from tests.engine.test_windows import assert_same_results, reference_windows, window_time
@@ -65,18 +64,6 @@ def join_case(draw):
     upper = draw(st.integers(lower, 8))
     arrival = {"left": draw(disordered(lefts, latency)), "right": draw(disordered(rights, latency))}
     return latency, lefts, rights, arrival, lower, upper, draw(st.integers(1, 4))
-
-
-def check_changes(result, arrival: dict):
-    """Every changelog replays to the released results; each `-` names an event at its place, no later than
-    what it retracts."""
-    for sink, changes in result.changes.items():
-        left = replay(changes)
-        assert Counter(data for _, data in left.elements()) == Counter(map(pack, result.outputs[sink]))
-        for record in changes:
-            if record["op"] == "-":
-                cause = record["cause"]
-                assert arrival[cause["source"]][cause["position"]][0] == cause["ts"] <= record["ts"], record
 
 
 @pytest.mark.parametrize("mode", MODES)

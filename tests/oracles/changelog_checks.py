@@ -44,3 +44,15 @@ def check_cause(record: dict, arrivals: dict, union: bool):
     ts = events[cause["position"]][0]
     assert ts == cause["ts"] and ts <= record["ts"], record
     assert union or any(earlier >= ts for earlier, _ in events[: cause["position"]]), record
+
+
+def check_changes(result, arrival: dict):
+    """Every changelog of `result` replays to its released outputs, and each `-` names an event as it stands in
+    `arrival` (the events of each source in arrival order), no later than what it retracts."""
+    for sink, changes in result.changes.items():
+        left = replay(changes)
+        assert Counter(data for _, data in left.elements()) == Counter(map(pack, result.outputs[sink]))
+        for record in changes:
+            if record["op"] == "-":
+                cause = record["cause"]
+                assert arrival[cause["source"]][cause["position"]][0] == cause["ts"] <= record["ts"], record

@@ -18,9 +18,9 @@ from flamespark.engines.spark.processors.buckets import StageState
 from operators.aggregates import Aggregate
 from operators.interval_join import JoinOperator, JoinSpec
 from operators.windows import Hopping, Sessions, Tumbling, WindowOperator
-from tests.oracles.changelog_checks import replay
+from tests.oracles.changelog_checks import check_changes, replay
 from tests.unit.test_spark_store import DictMap
-from tests.engine.test_joins import check_changes, reference_join, result_time
+from tests.engine.test_joins import reference_join, result_time
 from tests.engine.test_windows import assert_same_results, reference_windows, window_time
 
 LATENCY = 6

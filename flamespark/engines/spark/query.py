@@ -324,7 +324,7 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         streams, expected, raw = source_streams(spark, prepared, topology, per_input, max_rows_per_batch, replay_ingest,
                                                 follow)
         stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes)
-        writers = open_writers(sink_topics or {}, kafka_writer_id(workdir), options.changes)
+        writers = open_writers(sink_topics, kafka_writer_id(workdir), options.changes) if sink_topics else {}
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=options.shows_progress,
                                    output=output, output_format=output_format, kafka_writers=writers)

@@ -59,9 +59,12 @@ class Punctuations:
     is on time). It is `+inf` once the source ended, or once it delivered
     `expected[source]` events; `-inf` while it has said nothing.
 
-    An event is late when its time is at or below the punctuation its source
-    had reached at the last `advance`; the global punctuation, the minimum
-    over sources, is never higher, so an admitted event is never behind it.
+    An event is late when its time is at or below the punctuation that the
+    newest event before it in its source's arrival order supports (or the
+    punctuation its source was given at the last `advance`, if higher): which
+    events are late depends on the arrival order alone, not on when
+    `advance` is called. The global punctuation, the minimum over sources, is
+    never higher, so an admitted event is never behind it.
     `late="drop"` keeps it in `dead_letters`, `"adjust"` moves its time just
     after the punctuation, `"fail"` raises LateEventError.
 
@@ -119,7 +122,7 @@ class Punctuations:
         elif position is None:
             position = state.received
         state.received += 1
-        if ts <= state.punctuation:
+        if ts <= state.punctuation or (state.max_ts is not None and ts < state.max_ts - self.reorder_latency):
             ts = self._late(source, state, ts, payload, position)
             if ts is None:
                 return None
@@ -195,7 +198,7 @@ class Punctuations:
 
     def _late(self, source, state, ts, payload, position):
         """The time to process a late event at, or None if it is dropped."""
-        punctuation = state.punctuation
+        punctuation = self._bar(state)
         if self.late == "fail":
             # Its position counts from 0, as in a changelog's cause; a run from files adds the file and line.
             raise LateEventError.of(source, ts, position, punctuation, payload)
@@ -205,6 +208,13 @@ class Punctuations:
         state.late_dropped += 1
         self.dead_letters.append({"source": source, "ts": ts, "payload": payload, "punctuation": punctuation})
         return None
+
+    def _bar(self, state):
+        """The time at or below which the source's next event is late: the punctuation its newest event so far
+        supports, or the one it was given if higher (an idle source's)."""
+        if state.max_ts is None:
+            return state.punctuation
+        return max(state.punctuation, state.max_ts - self.reorder_latency - 1)
 
     def _supported(self, source, state):
         if state.ended or (self.expected and state.received >= self.expected.get(source, inf)):

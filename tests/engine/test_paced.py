@@ -140,3 +140,28 @@ def test_turns_that_hold_back_what_is_not_final_keep_the_in_order_outputs(mode, 
     assert result.outputs == reference_run(graph, {"numbers": events})
     if changes:
         check_changelog(result, {"numbers": arrival})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_the_same_events_are_late_in_turns_as_one_by_one(mode, data):
+    """Lateness is a function of the arrival order: events admitted together in a turn are each judged against the
+    newest event before them, as an unpaced run judges them."""
+    latency = data.draw(st.integers(0, 6))
+    arrival = [(ts, ts) for ts in data.draw(st.lists(st.integers(0, 30), max_size=20))]  # any disorder, late events too
+    sizes = data.draw(st.lists(st.integers(1, 5), min_size=len(arrival), max_size=len(arrival)))
+    groups, at = [], 0
+    for size in sizes:
+        if at < len(arrival):
+            groups.append(arrival[at:at + size])
+            at += size
+    behind = data.draw(st.lists(st.booleans(), min_size=len(groups), max_size=len(groups)))
+    graph = graphs.running_sum()
+    unpaced = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency)
+    paced = _turns(LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latency)), groups, behind)
+    assert paced.late == unpaced.late
+    assert paced.outputs == unpaced.outputs
+    newest = [max(ts for ts, _ in arrival[:i]) if i else None for i in range(len(arrival))]
+    assert [letter["ts"] for letter in unpaced.late] == [ts for (ts, _), top in zip(arrival, newest)
+                                                        if top is not None and ts < top - latency]

@@ -90,7 +90,7 @@ class LocalRun:
         self.plan = build_plan(graph, options.mode)
         self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
         self.corrections = Corrections(self.plan.sinks.values(), levels) if levels > 1 else None
-        # The buffered mode applies events as its buffers release them, where no event's arrival changes outputs.
+        # The buffered mode applies events as its buffers release them: no event's arrival touches outputs.
         names_causes = self.corrections is not None and options.mode == "optimistic"
         self.pipelines = [Pipeline(self.plan, self._changelog_note() if options.changes else None)]
         self.pipelines += [Pipeline(build_plan(graph, options.mode),

@@ -10,19 +10,20 @@ a `+` for what level k adds. Outputs replayed with the corrections of the
 levels up to k are then the outputs of a run with the single latency Dk.
 
 A record is a changelog record with its level, `{"op", "ts", "payload",
-"cause", "level"}`. Its `cause` names the late event, one of level k's own
-(on time at Dk, late at Dk-1), whose arrival first touched that output in
-level k's computation (retracted it, or made it anew): a window's result
-names the first late event that fell into it. An output that level k made
-only after its late event had gone by (a running total's later values)
-names the latest such event applied before it was made. It is None where
-no event's arrival changes outputs (the buffered mode applies events as its
-buffers release them).
+"cause", "level"}`. Its `cause` names a late event of level k's own (on
+time at Dk, late at Dk-1): in the optimistic mode, the first whose arrival
+touched that output in level k's computation (retracted it, or made it
+anew), so that a window's result names the first late event that fell
+into it; otherwise (an output made only after its late event had gone by,
+such as a running total's later values, or any output of the buffered
+mode, which applies events only as its buffers release them) the latest
+to arrive at or before the output's time.
 """
 from __future__ import annotations
 
 import heapq
 from array import array
+from bisect import bisect_right
 from collections import Counter, deque
 
 from flamespark.core.codec import unpack
@@ -31,37 +32,61 @@ from flamespark.runtime.metrics import percentiles
 
 
 class _Touches:
-    """Level k's notes of which late event first touched each output: `(sink, meta) -> (direct, cause)`, per
-    event time, forgotten as the level's punctuation passes."""
+    """Level k's notes of the late event that first touched each output, `(sink, meta) -> cause`, per event
+    time, forgotten as the level's punctuation passes."""
 
     def __init__(self):
         self.by_ts = {}
         self._times = []  # a heap of the event times in `by_ts`
 
-    def note(self, sink, meta, cause, direct: bool):
+    def note(self, sink, meta, cause):
         ts = meta[0]
         notes = self.by_ts.get(ts)
         if notes is None:
             notes = self.by_ts[ts] = {}
             heapq.heappush(self._times, ts)
-        key = (sink, meta)
-        if direct:
-            noted = notes.get(key)
-            if noted is None or not noted[0]:
-                notes[key] = (True, cause)
-        elif key not in notes:
-            notes[key] = (False, cause)
+        notes.setdefault((sink, meta), cause)
 
     def cause(self, sink, meta):
         notes = self.by_ts.get(meta[0])
-        noted = None if notes is None else notes.get((sink, meta))
-        return None if noted is None else noted[1]
+        return None if notes is None else notes.get((sink, meta))
 
     def forget(self, time):
         """Drop the notes at or below `time`."""
         times = self._times
         while times and times[0] <= time:
             del self.by_ts[heapq.heappop(times)]
+
+
+class _Latest:
+    """Level k's late events so far, to tell the latest to arrive at or before a time.
+
+    Of two events, the one that arrived first and is later in time can never
+    be the answer, so the events kept grow in time as in arrival order; and
+    of those at or below the level's punctuation only the last can still be.
+    """
+
+    def __init__(self):
+        self._times = []
+        self._causes = []
+
+    def add(self, cause):
+        times = self._times
+        while times and times[-1] >= cause[1]:
+            times.pop()
+            self._causes.pop()
+        times.append(cause[1])
+        self._causes.append(cause)
+
+    def at_or_before(self, ts):
+        index = bisect_right(self._times, ts) - 1
+        return self._causes[index] if index >= 0 else None
+
+    def forget(self, time):
+        """Keep, of the events at or below `time`, only the last."""
+        index = bisect_right(self._times, time) - 1
+        if index > 0:
+            del self._times[:index], self._causes[:index]
 
 
 class Corrections:
@@ -77,7 +102,7 @@ class Corrections:
         self.levels = levels
         self._pending = [deque() for _ in range(levels - 1)]  # level k's releases that level k + 1 compares with
         self._touches = [_Touches() for _ in range(levels)]
-        self._latest = [None] * levels  # per level, the latest of its own late events applied
+        self._latest = [_Latest() for _ in range(levels)]
         self._current = (None, 0)  # the event being applied and its level
         self.latencies_ms = [array("d") for _ in range(levels)]
 
@@ -85,18 +110,16 @@ class Corrections:
         """The engine applies the event `cause` (a `runtime.changes.Cause`, None between events) of `level`."""
         self._current = (cause, level)
         if level > 1:
-            self._latest[level - 1] = cause
+            self._latest[level - 1].add(cause)
 
     def note(self, level: int):
         """The function that notes an item or tombstone reaching `sink` in `level` (k >= 2)."""
-        touches, index = self._touches[level - 1], level - 1
+        touches = self._touches[level - 1]
 
         def noted(sink, item):
             cause, applying = self._current
             if applying == level:
-                touches.note(sink, item.meta, cause, True)
-            else:
-                touches.note(sink, item.meta, self._latest[index], False)
+                touches.note(sink, item.meta, cause)
 
         return noted
 
@@ -113,6 +136,7 @@ class Corrections:
             before.append(earlier.popleft())
         self._compare(level, before, items, now)
         self._touches[level - 1].forget(time)
+        self._latest[level - 1].forget(time)
 
     def _compare(self, level: int, before: list, after: list, now: float):
         unmatched = Counter((item.sink, item.meta[0], item.data) for item in before)
@@ -131,9 +155,9 @@ class Corrections:
                 removed.append(item)
         changes = [(item.meta, 0, RETRACT, item) for item in removed] + [(item.meta, 1, ADD, item) for item in added]
         changes.sort(key=_order)
-        touches, latencies = self._touches[level - 1], self.latencies_ms[level - 1]
+        touches, latest, latencies = self._touches[level - 1], self._latest[level - 1], self.latencies_ms[level - 1]
         for _, _, op, item in changes:
-            cause = touches.cause(item.sink, item.meta)
+            cause = touches.cause(item.sink, item.meta) or latest.at_or_before(item.meta[0])
             payload = unpack(item.data) if item.payload is None else item.payload
             self.records[item.sink].append({
                 "op": op, "ts": item.meta[0], "payload": payload, "level": level,

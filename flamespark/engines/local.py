@@ -277,12 +277,12 @@ class LocalRun:
         if level == 1 and self.step is not None:
             self.take_changes()
         released = pipeline.release(time)
-        if not released:
+        if not released and self.corrections is None:  # a later level that releases nothing may correct
             return
         now = clock.perf_counter()  # an output is out once the barrier has released it, as on Spark
         if self.corrections is not None:
             self.corrections.released(level, time, released, now)
-        if level == 1:
+        if level == 1 and released:
             self._output(released, now, keep=self.corrections is not None)
 
     def _output(self, released: list, now: float, keep: bool):

@@ -17,6 +17,7 @@ from flamespark.engines.local import LocalRun
 from flamespark.runtime.options import RunOptions
 from tests import graphs
 from tests.engine.test_exactness import NUMBER_GRAPHS
+from tests.engine.test_joins import HOWS, key, reference_join
 from tests.engine.test_windows import KINDS, payload, reference_windows, window_graph, window_params
 from tests.oracles.changelog_checks import check_changelog
 from tests.oracles.reference import reference_run
@@ -62,22 +63,24 @@ def level_of(arrival: list, position: int, latencies: tuple) -> int:
     return next((k for k, latency in enumerate(latencies, 1) if ts >= newest - latency), len(latencies) + 1)
 
 
-def check_levels(graph, source: str, arrival: list, latencies: tuple, mode: str, reference=None):
-    """The invariant, and what each correction record says of itself. `reference(events)` gives each sink's
-    outputs of an in-order run over `events` (default: the in-order interpreter's)."""
-    result = fs.run(graph, {source: arrival}, mode=mode, reorder_latency=latencies)
+def check_levels(graph, inputs: dict, latencies: tuple, mode: str, reference=None):
+    """The invariant, and what each correction record says of itself. `inputs` maps sources to their events in
+    arrival order; `reference(events)` gives each sink's outputs of an in-order run over `events` (the same
+    mapping, without the late events), by default the in-order interpreter's."""
+    result = fs.run(graph, inputs, mode=mode, reorder_latency=latencies)
     assert set(result.corrections) == set(result.outputs)
     for k, latency in enumerate(latencies, 1):
-        single = fs.run(graph, {source: arrival}, mode=mode, reorder_latency=latency)
+        single = fs.run(graph, inputs, mode=mode, reorder_latency=latency)
         for sink, outputs in result.outputs.items():
             assert replayed(outputs, result.corrections[sink], k) == Counter(map(pack, single.outputs[sink])), k
         if k == 1:
             assert result.outputs == single.outputs
         if k == len(latencies):
             assert result.late == single.late
-    dropped = Counter((letter["ts"], pack(letter["payload"])) for letter in result.late)
-    kept = [event for event in arrival if not _take(dropped, event)]
-    in_order = (reference or (lambda events: reference_run(graph, {source: events})))(kept)
+    dropped = Counter((letter["source"], letter["ts"], pack(letter["payload"])) for letter in result.late)
+    kept = {source: [event for event in arrival if not _take(dropped, source, event)]
+            for source, arrival in inputs.items()}
+    in_order = (reference or (lambda events: reference_run(graph, events)))(kept)
     for sink, outputs in result.outputs.items():
         assert replayed(outputs, result.corrections[sink], len(latencies)) == Counter(map(pack, in_order[sink]))
         by_level = {}
@@ -85,7 +88,7 @@ def check_levels(graph, source: str, arrival: list, latencies: tuple, mode: str,
             assert 2 <= record["level"] <= len(latencies), record
             by_level.setdefault(record["level"], []).append(record["ts"])
             cause = record["cause"]
-            assert cause is not None and cause["source"] == source, record
+            arrival = inputs[cause["source"]]
             assert arrival[cause["position"]][0] == cause["ts"] <= record["ts"], record
             assert level_of(arrival, cause["position"], latencies) == record["level"], record
         for times in by_level.values():  # each level releases in event-time order
@@ -93,8 +96,8 @@ def check_levels(graph, source: str, arrival: list, latencies: tuple, mode: str,
     return result
 
 
-def _take(counter: Counter, event) -> bool:
-    key = (event[0], pack(event[1]))
+def _take(counter: Counter, source: str, event) -> bool:
+    key = (source, event[0], pack(event[1]))
     if counter[key] > 0:
         counter[key] -= 1
         return True
@@ -107,7 +110,7 @@ def _take(counter: Counter, event) -> bool:
 @given(case=levels_case())
 def test_each_level_corrects_the_outputs_into_a_run_at_its_latency(build, mode, case):
     latencies, _, arrival = case
-    check_levels(build(), "numbers", arrival, latencies, mode)
+    check_levels(build(), {"numbers": arrival}, latencies, mode)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -117,8 +120,30 @@ def test_each_level_corrects_the_outputs_into_a_run_at_its_latency(build, mode, 
 def test_window_results_are_corrected_level_by_level(kind, mode, case, data):
     latencies, _, arrival = case
     params = data.draw(window_params(kind))
-    check_levels(window_graph(kind, params, "count"), "events", arrival, latencies, mode,
-                 lambda events: {"results": reference_windows(events, kind, params, "count")})
+    check_levels(window_graph(kind, params, "count"), {"events": arrival}, latencies, mode,
+                 lambda kept: {"results": reference_windows(kept["events"], kind, params, "count")})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", HOWS)
+@settings(max_examples=40, deadline=None)
+@given(left=levels_case(make=lambda event: side_payload(event, "l")), data=st.data())
+def test_join_results_are_corrected_level_by_level(how, mode, left, data):
+    latencies, _, lefts = left
+    rights = data.draw(disordered([side_payload(event, "r") for event in data.draw(in_order_events(
+        st.integers(0, 20), max_size=20))], latencies[-1] + data.draw(st.integers(0, 20))))
+    lower = data.draw(st.integers(-6, 6))
+    upper = data.draw(st.integers(lower, 8))
+    g = fs.Graph("join")
+    g.source("left").interval_join(g.source("right"), key, within=(lower, upper), how=how, name="j").sink("out")
+    check_levels(g, {"left": lefts, "right": rights}, latencies, mode,
+                 lambda kept: {"out": [payload for _, payload in reference_join(kept["left"], kept["right"], lower,
+                                                                                 upper, how)]})
+
+
+def side_payload(event, side):
+    ts, value = event
+    return ts, {"t": ts, "k": value % 3, "v": value, "side": side}
 
 
 @settings(max_examples=40, deadline=None)

@@ -226,7 +226,8 @@ class LocalRun:
             admitted.sort(key=_identity)
         if behind:
             self.punctuations.advance()
-            final = bisect_right(admitted, self.punctuations.time(), key=_time)
+            # Final for the first level, whose punctuation is the highest: the later levels take them as they come.
+            final = bisect_right(admitted, self.punctuations.times()[0], key=_time)
             admitted, self.admitted = admitted[:final], admitted[final:]
         else:
             self.admitted = []

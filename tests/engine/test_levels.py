@@ -238,3 +238,30 @@ def test_the_drawn_cases_make_corrections_of_every_level_and_late_events():
 
     draw()
     assert seen[2] > 50 and seen[3] > 20 and seen["late"] > 10, seen
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(case=levels_case(), data=st.data())
+def test_turns_behind_release_the_same_outputs_and_corrections(mode, case, data):
+    """A paced run's turns, behind or not, apply what the first level's punctuation made final and hold back the
+    rest: the later levels take what is final for the first, and the outputs and corrections are as unpaced."""
+    latencies, _, arrival = case
+    graph = graphs.chained_stateful()
+    run = LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latencies))
+    at = 0
+    while at < len(arrival):
+        size = data.draw(st.integers(1, 5))
+        run.apply([("numbers", ts, value, 0.0) for ts, value in arrival[at:at + size]], behind=data.draw(st.booleans()))
+        run.punctuate()
+        at += size
+    run.punctuations.end("numbers")
+    run.apply([])
+    run.punctuate()
+    paced = run.result(0.0)
+    unpaced = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latencies)
+    assert paced.outputs == unpaced.outputs and paced.late == unpaced.late
+    for sink in unpaced.corrections:
+        without_cause = lambda result: Counter((c["op"], c["ts"], pack(c["payload"]), c["level"])  # noqa: E731
+                                               for c in result.corrections[sink])
+        assert without_cause(paced) == without_cause(unpaced)

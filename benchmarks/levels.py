@@ -111,8 +111,7 @@ def one_run(seconds: int, keys: int, seed: int, latencies, mode: str, rate: floa
                    for number, level in enumerate(levels, 1)],
         "late": len(result.late), "peak_mb": memory_mb() - before_mb, "peak_items": metrics["peak_buffered"],
         "wall_s": wall_s, "events_per_s": metrics["events"] / wall_s,
-        "outputs": [pack(output) for output in outputs], "final": [pack(output) for output in
-                                                                   replayed(outputs, corrections).elements()],
+        "outputs": [pack(output) for output in outputs], "final": list(replayed(outputs, corrections).elements()),
     }
 
 

@@ -18,6 +18,7 @@ from flamespark.runtime.options import RunOptions
 from tests import graphs
 from tests.engine.test_exactness import NUMBER_GRAPHS
 from tests.engine.test_joins import HOWS, key, reference_join
+from tests.engine.test_paced import drawn_turns, turns
 from tests.engine.test_windows import KINDS, payload, reference_windows, window_graph, window_params
 from tests.oracles.changelog_checks import check_changelog
 from tests.oracles.reference import reference_run
@@ -248,17 +249,8 @@ def test_turns_behind_release_the_same_outputs_and_corrections(mode, case, data)
     rest: the later levels take what is final for the first, and the outputs and corrections are as unpaced."""
     latencies, _, arrival = case
     graph = graphs.chained_stateful()
-    run = LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latencies))
-    at = 0
-    while at < len(arrival):
-        size = data.draw(st.integers(1, 5))
-        run.apply([("numbers", ts, value, 0.0) for ts, value in arrival[at:at + size]], behind=data.draw(st.booleans()))
-        run.punctuate()
-        at += size
-    run.punctuations.end("numbers")
-    run.apply([])
-    run.punctuate()
-    paced = run.result(0.0)
+    paced = turns(LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latencies)),
+                  *drawn_turns(data, arrival, 5))
     unpaced = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latencies)
     assert paced.outputs == unpaced.outputs and paced.late == unpaced.late
     for sink in unpaced.corrections:

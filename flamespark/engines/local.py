@@ -5,10 +5,10 @@ from bisect import bisect_right
 from contextlib import nullcontext
 
 from flamespark.core.codec import unpack
+from flamespark.engines.local_pipeline import Pipeline
 from flamespark.io.inputs import check_input_names, is_kafka, source_events
 from flamespark.io.kafka import topic_events, topic_lanes
 from flamespark.result import Result
-from flamespark.engines.local_pipeline import Pipeline
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
 from flamespark.runtime.corrections import Corrections
 from flamespark.runtime.heap import collect_if_crowded, collections_paused

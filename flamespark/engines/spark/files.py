@@ -6,7 +6,10 @@ error names the file and line; Parquet files (`*.parquet`) are read with the
 schema of the files present when the query starts, and each row is checked
 like any other event object. Spark's checkpoint
 records which files a query has read, so a restart neither rereads nor skips
-one.
+one. An event row carries its file's path in `meta` (which an item gets only
+at ingest) and its line or row number in `seq`: ingest orders a batch's
+events by both, so files arrive in name order, as the local engine reads
+them, and each file's events in their order.
 """
 import io
 import time
@@ -62,8 +65,8 @@ def _parquet_schema(source, directory) -> T.StructType:
     return from_arrow_schema(schema)
 
 
-def _event_row(source, key, ts, payload, seq, now) -> tuple:
-    return (EVENT, source, key, ts, b"", encode_event(source, ts, payload), False, now, seq, None)
+def _event_row(source, key, ts, payload, path: str, seq, now) -> tuple:
+    return (EVENT, source, key, ts, path.encode(), encode_event(source, ts, payload), False, now, seq, None)
 
 
 def _record_batch(rows: list) -> pa.RecordBatch:
@@ -84,7 +87,7 @@ def _jsonl_events(source, key):
             rows = []
             for content, path in zip(batch.column("content").to_pylist(), batch.column("file").to_pylist()):
                 for number, ts, payload in jsonl_events(io.BytesIO(content), _local(path)):
-                    rows.append(_event_row(source, key, ts, payload, number, now))
+                    rows.append(_event_row(source, key, ts, payload, path, number, now))
             yield _record_batch(rows)
 
     return convert
@@ -98,7 +101,7 @@ def _parquet_events(source, key):
             for event, path, row in zip(batch.column("event").to_pylist(), batch.column("file").to_pylist(),
                                         batch.column("row").to_pylist()):
                 ts, payload = check_record(event, f"{_local(path)}, row {row}")
-                rows.append(_event_row(source, key, ts, payload, row, now))
+                rows.append(_event_row(source, key, ts, payload, path, row, now))
             yield _record_batch(rows)
 
     return convert

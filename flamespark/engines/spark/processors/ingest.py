@@ -107,7 +107,8 @@ class IngestProcessor(BlobProcessor):
         snapshot = self.load(None)
         if snapshot is not None:
             punctuations.restore(snapshot)
-        batch = concat(rows).sort_values("seq", kind="stable")
+        # In arrival order: a directory's rows by file (in `meta`, see files.py), then line; others by `seq`.
+        batch = concat(rows).sort_values(["meta", "seq"], kind="stable")
         events = zip(*(batch[column].tolist() for column in ("kind", "target", "ts", "payload", "arrival", "seq")))
         out = ingest_events(punctuations, events, self.topology, partition, sources, self.changes)
         self.save(punctuations.snapshot())

@@ -5,7 +5,8 @@
 
 `index`: the inverted index (benchmarks/inverted_index_tuned.py) on Spark local[2], reorder latency 3 s, the
 documents of WIKI.jsonl offered at 10 docs/s, alternating: from the file (replayed at that rate) to files,
-and from a topic of 2 partitions, into which a producer puts the documents at that rate while the run
+the same with the events ingested by the ingest operator (as a topic's are) rather than in the replay's
+read tasks, and from a topic of 2 partitions, into which a producer puts the documents at that rate while the run
 follows it, to two topics. Once the producer is done and the topic run has released what it can, the run is
 stopped and run again from its checkpoint to the end of the topic, which ends the input and releases the
 rest; then its topics' committed records must equal the file run's outputs. Latency: the final latency of
@@ -39,6 +40,7 @@ if __package__ in (None, ""):  # run as `python benchmarks/kafka_vs_files.py`: i
 import msgpack
 
 import flamespark as fs
+from flamespark.cli.arguments import DefaultsHelpFormatter, positive_int
 from flamespark.core.codec import unpack
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,20 +139,23 @@ def batch_phases(progress: list) -> dict:
     """The number of micro-batches of `progress` and the median of each phase of their time (ms), as Spark
     reports it (`addBatch` runs the batch and the foreachBatch sink; `latestOffset` asks the source)."""
     phases = {}
+    progress = [entry for entry in progress if "addBatch" in entry.get("durationMs", {})]  # no idle triggers
     for entry in progress:
-        for phase, ms in entry.get("durationMs", {}).items():
+        for phase, ms in entry["durationMs"].items():
             phases.setdefault(phase, []).append(ms)
     return {"batches": len(progress), **{phase: statistics.median(ms) for phase, ms in sorted(phases.items())}}
 
 
-def index_file_run(spark, graph, wiki: Path, workdir: Path) -> dict:
+def index_file_run(spark, graph, wiki: Path, workdir: Path, through_ingest: bool) -> dict:
+    """The file run; `through_ingest`, with its events ingested by the ingest operator, as a topic's are (an idle
+    timeout longer than the run has them go through it), rather than in the replay's read tasks."""
     watched = watch(spark)
     result = fs.run(graph, {"docs": str(wiki)}, engine="spark", spark=spark, shards=2, rate=RATE,
                     reorder_latency=INDEX_LATENCY_MS, checkpoint=workdir / "checkpoint", output=workdir / "out",
-                    progress=False, timeout=TIMEOUT_S)
+                    progress=False, timeout=TIMEOUT_S, idle_timeout=float(TIMEOUT_S) if through_ingest else None)
     progress = [json.loads(entry.json) for entry in watched.result().recentProgress]
-    return {"run": "file to files", "outputs": result.outputs, "batches": batch_phases(progress),
-            "latencies": final_latencies(batch_parts(workdir / "checkpoint"))}
+    return {"run": "file to files" + (", ingest operator" if through_ingest else ""), "outputs": result.outputs,
+            "batches": batch_phases(progress), "latencies": final_latencies(batch_parts(workdir / "checkpoint"))}
 
 
 def _batch_read(progress: list, partition: int, offset: int):
@@ -245,23 +250,25 @@ def index(broker: str, wiki: Path, rounds: int):
     spark = spark_session("local[2]", 2)
     runs = []
     for round_ in range(rounds):
-        for kind in ("file", "kafka"):
+        for kind in ("file", "file through ingest", "kafka"):
             with tempfile.TemporaryDirectory(prefix="flamespark-bench-") as directory:
                 workdir = Path(directory)
-                run = (index_file_run(spark, graph, wiki, workdir) if kind == "file"
-                       else index_kafka_run(spark, graph, broker, docs, workdir))
+                run = (index_kafka_run(spark, graph, broker, docs, workdir) if kind == "kafka"
+                       else index_file_run(spark, graph, wiki, workdir, kind != "file"))
             run["round"] = round_ + 1
             runs.append(run)
     spark.stop()
     reference = comparable(runs[0]["outputs"])
-    followed = set().union(*(run["latencies"] for run in runs if "topic_wait_ms" in run))
     rows = []
     for run in runs:
+        # Compared: the outputs that the topic run of the round released while it followed the topic.
+        followed = next(other["latencies"] for other in runs
+                        if other["round"] == run["round"] and "topic_wait_ms" in other)
         latencies = [ms for output, ms in run["latencies"].items() if output in followed]
         row = {"round": run["round"], "run": run["run"], "outputs_equal": comparable(run["outputs"]) == reference,
                "outputs": sum(map(len, run["outputs"].values())), "compared": len(latencies),
-               "p50_ms": _percentile(latencies, 0.5), "p99_ms": _percentile(latencies, 0.99)}
-        row["batches"] = run["batches"]
+               "p50_ms": _percentile(latencies, 0.5), "p99_ms": _percentile(latencies, 0.99),
+               "batches": run["batches"]}
         if "topic_wait_ms" in run:
             row["topic_wait_p50_ms"] = _percentile(run["topic_wait_ms"], 0.5)
             row["topic_wait_p99_ms"] = _percentile(run["topic_wait_ms"], 0.99)
@@ -346,18 +353,30 @@ def count(broker: str, events: int, partitions: int, rounds: int, engines: list)
     print(json.dumps({"summary": "count", "kafka_over_file_median_wall": summary}))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("broker", help="HOST:PORT of a running broker (scripts/kafka-broker.sh start)")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/kafka_vs_files.py", formatter_class=DefaultsHelpFormatter,
+        description="Kafka in and out against files in and out, side by side: the inverted index at 10 docs/s on "
+                    "Spark local[2] (index), the unpaced running sum on both engines (count). Needs a running "
+                    "broker (scripts/kafka-broker.sh start PORT).")
+    parser.add_argument("broker", help="HOST:PORT of a running broker")
     which = parser.add_subparsers(dest="benchmark", required=True)
-    index_parser = which.add_parser("index", help="the inverted index at 10 docs/s on Spark local[2]")
+    index_parser = which.add_parser("index", formatter_class=DefaultsHelpFormatter,
+                                    help="the inverted index at 10 docs/s on Spark local[2]")
     index_parser.add_argument("wiki", type=Path, help="the documents, JSONL in arrival order")
-    index_parser.add_argument("--rounds", type=int, default=2)
-    count_parser = which.add_parser("count", help="the unpaced running sum, local engine and Spark")
-    count_parser.add_argument("--events", type=int, default=200_000)
-    count_parser.add_argument("--partitions", type=int, default=8)
-    count_parser.add_argument("--rounds", type=int, default=2)
+    index_parser.add_argument("--rounds", type=positive_int, default=2, help="runs of each kind, alternating")
+    count_parser = which.add_parser("count", formatter_class=DefaultsHelpFormatter,
+                                    help="the unpaced running sum, local engine and Spark")
+    count_parser.add_argument("--events", type=positive_int, default=200_000, metavar="N", help="readings")
+    count_parser.add_argument("--partitions", type=positive_int, default=8, metavar="P",
+                              help="partitions of the topic (and the Spark file run's ingest partitions)")
+    count_parser.add_argument("--rounds", type=positive_int, default=2, help="runs of each kind, alternating")
     count_parser.add_argument("--engines", default="local,spark", help="comma-separated: local, spark")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.benchmark == "index":
         index(args.broker, args.wiki, args.rounds)

@@ -7,6 +7,7 @@ a run with an idle timeout, which judges by the batches' clock) go through
 `IngestProcessor`, a keyed operator that keeps its Punctuations in
 Spark's state store. Both run `ingest_events` on a batch.
 """
+import itertools
 import time
 
 from flamespark.core.codec import pack, unpack
@@ -126,7 +127,7 @@ class IngestProcessor(BlobProcessor):
         self.expected = expected or {}
         self.idle_timeout = idle_timeout
         self.changes = changes
-        numbers = iter(range(sum((lanes or {}).values())))
+        numbers = itertools.count()
         self.lanes = {source: [next(numbers) for _ in range(count)] for source, count in (lanes or {}).items()}
         self.stage_name = INGEST_STAGE
 

@@ -43,10 +43,7 @@ both.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
-import multiprocessing
-import resource
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -57,6 +54,7 @@ import numpy as np
 
 from flamespark.cli.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_int)
+from benchmarks.lib.measure import in_child, memory_mb, reset_peak
 from flamespark.tools.disorder import disorder_pairs
 from flamespark.tools.machine import machine
 
@@ -100,36 +98,15 @@ def count_graph(size: int):
 
 # --- the runs, each in a process of its own ----------------------------------------------------------------
 
-def _memory_mb(field: str = "VmHWM") -> float:
-    """The process's peak (`VmHWM`) or current (`VmRSS`) resident memory, MB. Linux's figures are this process
-    image's own, where `ru_maxrss` carries over from the parent that forked it (the fallback elsewhere)."""
-    try:
-        with open("/proc/self/status") as status:
-            line = next(line for line in status if line.startswith(f"{field}:"))
-        return int(line.split()[1]) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _reset_peak():
-    """Start the peak over from the current resident memory (Linux: "5" to /proc/self/clear_refs), so that a
-    run's peak is not the input's making; elsewhere the peak stays the process's."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear:
-            clear.write("5")
-    except OSError:
-        pass
-
-
 def _measured(count_windows, pairs: list) -> dict:
     """Time `count_windows(pairs) -> (counts, facts)`; `counts` maps `(key, start)` to the count."""
-    _reset_peak()
-    before_mb = _memory_mb("VmRSS")
+    reset_peak()
+    before_mb = memory_mb("VmRSS")
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     counts, facts = count_windows(pairs)
     wall_s = time.perf_counter() - started_wall
     return {"wall_s": wall_s, "cpu_s": time.process_time() - started_cpu, "events_per_s": len(pairs) / wall_s,
-            "windows": len(counts), "before_run_mb": before_mb, "peak_mb": _memory_mb(), **facts, "counts": counts}
+            "windows": len(counts), "before_run_mb": before_mb, "peak_mb": memory_mb(), **facts, "counts": counts}
 
 
 def floor_counts(pairs: list, size: int, reorder_latency: int, per_key: bool = False) -> tuple[dict, dict]:
@@ -218,19 +195,13 @@ def memory_run(count: int, keys: int, seed: int, disorder: tuple, size: int, reo
     """The query over `count` events fed from a generator; the process's peak resident memory."""
     import flamespark as fs
 
-    _reset_peak()
-    baseline_mb = _memory_mb("VmRSS")
+    reset_peak()
+    baseline_mb = memory_mb("VmRSS")
     started = time.perf_counter()
     result = fs.run(count_graph(size), {SOURCE: streamed_arrival(count, keys, seed, *disorder)}, progress=False,
                     reorder_latency=reorder_latency)
     return {"events": count, "wall_s": time.perf_counter() - started, "windows": len(result.outputs[SINK]),
-            "late": len(result.late), "before_run_mb": baseline_mb, "peak_rss_mb": _memory_mb()}
-
-
-def in_child(function, *args):
-    """`function(*args)` in a fresh Python process, so that each run's time and memory are its own."""
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(function, *args).result()
+            "late": len(result.late), "before_run_mb": baseline_mb, "peak_rss_mb": memory_mb()}
 
 
 # --- the report ----------------------------------------------------------------------------------------------

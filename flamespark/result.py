@@ -13,6 +13,9 @@ class Result:
     emission order: records `{"op": "+" or "-", "ts", "payload", "cause"}`
     (see flamespark.runtime.changes), and `speculative_latencies_ms` has the
     latency of every `+` never retracted; both are empty otherwise.
+    With several reorder latencies, `corrections` maps each sink to what the
+    later levels change among its outputs, records `{"op", "ts", "payload",
+    "cause", "level"}` in release order (see flamespark.runtime.corrections).
 
     A running total whose second value comes late, with its changelog:
 
@@ -39,3 +42,4 @@ class Result:
     latencies_ms: list = field(default_factory=list)
     changes: dict = field(default_factory=dict)
     speculative_latencies_ms: list = field(default_factory=list)
+    corrections: dict = field(default_factory=dict)

@@ -67,6 +67,14 @@ def comma_separated(kind, choices=None):
     return parse
 
 
+def reorder_latencies(text: str):
+    """`MS` or `MS,MS,...`: one reorder latency (an int), or several that increase (a tuple)."""
+    values = comma_separated(non_negative_int)(text)
+    if any(later <= earlier for earlier, later in zip(values, values[1:])):
+        raise argparse.ArgumentTypeError(f"several latencies must increase, not {text}")
+    return values[0] if len(values) == 1 else values
+
+
 def spark_master(text: str) -> str:
     """A Spark master URL, checked before Spark starts (a wrong one would fail only once a run starts it)."""
     if not _MASTER.fullmatch(text):

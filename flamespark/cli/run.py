@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from flamespark.cli.arguments import PIPELINE_HELP, non_negative_int, positive_float, positive_int, spark_master
+from flamespark.cli.arguments import PIPELINE_HELP, positive_float, positive_int, reorder_latencies, spark_master
 from flamespark.core.errors import OptionError
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.options import ENGINES, MODES, SPARK_OPTIONS
@@ -50,8 +50,10 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
                              "as event times); repeat per source")
     parser.add_argument("--out", metavar="DIR", required=True, type=Path, help="output directory")
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
-    parser.add_argument("--reorder-latency", metavar="MS", type=non_negative_int, default=0,
-                        help="how far (ms) an event may arrive behind the newest one of its source (default: 0)")
+    parser.add_argument("--reorder-latency", metavar="MS[,MS...]", type=reorder_latencies, default=0,
+                        help="how far (ms) an event may arrive behind the newest one of its source (default: 0); "
+                             "several increasing latencies (local engine) release the outputs at the first and "
+                             "correct them at each later one (DIR/<sink>.corrections.jsonl)")
     parser.add_argument("--late", choices=POLICIES, default="drop",
                         help="late events: drop (to the dead letters, DIR/late.jsonl; the default), adjust (to "
                              "just after the punctuation) or fail")
@@ -144,6 +146,9 @@ def command(args) -> int:
                     if args.mode == "optimistic" else
                     f"; {changes['added']} result(s) added as released (the buffered mode has none early)")
         summary += f" (changelogs: {args.out}/<sink>.changes.jsonl)"
+    if metrics["levels"] is not None:
+        corrected = sum(level["corrections"] for level in metrics["levels"])
+        summary += f"; {corrected} correction(s) at later latencies (corrections: {args.out}/<sink>.corrections.jsonl)"
     if args.follow:
         summary = f"flamespark: stopped; {summary}; rerun the same command to go on (checkpoint {checkpoint})"
     print(summary, file=sys.stderr)

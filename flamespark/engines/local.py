@@ -3,15 +3,14 @@ import time as clock
 from array import array
 from bisect import bisect_right
 from contextlib import nullcontext
-from functools import partial
-from math import inf
 
-from barrier.barrier import Barrier
 from flamespark.core.codec import unpack
+from flamespark.engines.local_pipeline import Pipeline
 from flamespark.io.inputs import check_input_names, is_kafka, source_events
 from flamespark.io.kafka import topic_events, topic_lanes
 from flamespark.result import Result
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
+from flamespark.runtime.corrections import Corrections
 from flamespark.runtime.heap import collect_if_crowded, collections_paused
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
@@ -63,82 +62,80 @@ class LocalRun:
     ends). So under overload it applies events as the buffered mode would,
     in order (what it held back replays nothing), while their results are
     released no later; with time to spare, what it held back is computed
-    early again. Within a step, the boundary operators take the items that
-    reached them in topological order, each all of its own before the next
-    takes any, and then do the work they left waiting (`flush`): so a step
-    ends with the operators settled, and an operator's results for a sink
-    reach it without waiting for the operators downstream of it on other
-    paths (the inverted index's postings for its collectors). A
-    paced run has the barrier cancel the tombstones that met their items
-    (`Barrier.settle`) after each turn's events, and again while it waits
-    for the next arrival (only until it is due), so that the pairs are not
-    held until their punctuation and punctuations, the last above all, need
-    not cancel them.
+    early again. A paced run has the barrier cancel the tombstones that met
+    their items (`Barrier.settle`) after each turn's events, and again while
+    it waits for the next arrival (only until it is due), so that the pairs
+    are not held until their punctuation and punctuations, the last above
+    all, need not cancel them.
 
     With `changes`, what reaches the sinks is also kept as a changelog: an
     item as it arrives, a tombstone at the end of its step (an event applied,
     or a punctuation, where the baseline's buffers release).
+
+    With several reorder latencies, each level runs a `Pipeline` of its own
+    over the events on time at its latency, released at its own
+    punctuation: the first level's releases are the outputs, and what each
+    later level changes among them are its corrections (`Corrections`).
     """
 
     def __init__(self, graph, options: RunOptions):
-        self.plan = build_plan(graph, options.mode)
-        self.states = {name: op.new_state() for name, op in self.plan.operators.items() if op.boundary}
         self.sources = graph.sources
         self.punctuations = Punctuations(self.sources, options.reorder_latency, options.late)
+        levels = len(self.punctuations.latencies)
         self.punctuate_every = options.punctuate_every
         self.rate = options.rate
         self.shows_progress = options.shows_progress
-        self.barrier = Barrier()
         self.step = StepChanges() if options.changes else None
-        self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
         self.cause = None  # the event being delivered, while changes are kept
-        self.admitted = []  # `(source, item)` of events admitted and not yet applied, in meta order
-        # The items that reached each boundary operator and wait for it to take them (`flush`, in topological order).
-        self.waiting = {name: [] for name, op in self.plan.operators.items() if op.boundary}
-        self.deliver = self.plan.wire(self._boundary)
-        self.issued = -inf
+        self.plan = build_plan(graph, options.mode)
+        self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
+        self.corrections = Corrections(self.plan.sinks.values(), levels) if levels > 1 else None
+        # The buffered mode applies events as its buffers release them: no event's arrival touches outputs.
+        names_causes = self.corrections is not None and options.mode == "optimistic"
+        self.pipelines = [Pipeline(self.plan, self._changelog_note() if options.changes else None)]
+        self.pipelines += [Pipeline(build_plan(graph, options.mode),
+                                    self.corrections.note(level) if names_causes else None)
+                           for level in range(2, levels + 1)]
+        self.admitted = []  # `(route, item)` of events admitted and not yet applied, in meta order
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.output_times = {sink: array("q") for sink in self.plan.sinks.values()}  # each output's event time
         self.latencies_ms = array("d")  # 8 bytes an output, where a list of floats takes 32
         self.events = 0
+        self.applied_by_level = [0] * levels
         self.issued_count = 0  # punctuations issued
         self.peak_buffered = 0
-        self._buffers = [self.states[buffer.name] for buffer in self.plan.buffers()]
-        buffers = {buffer.name for buffer in self.plan.buffers()}
-        # Per boundary operator, in topological order: how it takes items, finishes, punctuates, and whether it
-        # punctuates at +inf (a keyed operator would only forget state the run is about to drop whole).
-        self._operators = [
-            (op.take, op.flush, op.punctuate, self.states[name], self.deliver[name], self.waiting[name], name in buffers)
-            for name, op in self.plan.operators.items() if op.boundary
-        ]
 
-    def _boundary(self, target, send):
-        """What takes the items reaching `target`: the barrier for a sink, else the list where they wait for the
-        operator to take them at the end of the step (`flush`)."""
-        if send is None:
-            sink, push = self.plan.sinks[target], self.barrier.push
-            if self.step is None:
-                return partial(push, sink)  # no frame of its own, where a lambda would add one an output
-            note, waiting, now = self.step.add, self.step.waiting, clock.perf_counter
-            add = self.changelog.sinks[sink].add
+    @property
+    def barrier(self):
+        """The first level's barrier, which releases the outputs."""
+        return self.pipelines[0].barrier
 
-            def push_and_record(item):
-                push(sink, item)
-                # Most items reaching a sink carry a payload that the step retracted nowhere: a change at once.
-                if (item.tombstone or item.data in waiting) and not note(sink, item, self.cause):
-                    return
-                add(item, now())
+    @property
+    def states(self) -> dict:
+        """The first level's operator states, by operator name."""
+        return self.pipelines[0].states
 
-            return push_and_record
-        return self.waiting[target].append
+    def _changelog_note(self):
+        """What notes in the changelog an item or tombstone reaching a sink."""
+        step_add, waiting, now, sinks = self.step.add, self.step.waiting, clock.perf_counter, self.changelog.sinks
+
+        def note(sink, item):
+            # Most items reaching a sink carry a payload that the step retracted nowhere: a change at once.
+            if (item.tombstone or item.data in waiting) and not step_add(sink, item, self.cause):
+                return
+            sinks[sink].add(item, now())
+
+        return note
 
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
         lanes = {source: topic_lanes(source, given) for source, given in inputs.items() if is_kafka(given)}
         if lanes:  # a topic's partitions are lanes of their own: each judges lateness by its own events
             unlaned = self.punctuations
-            self.punctuations = Punctuations(self.sources, unlaned.reorder_latency, unlaned.late, lanes=lanes)
-            self.deliver.update((lane, self.deliver[source]) for source, parts in lanes.items() for lane in parts)
+            self.punctuations = Punctuations(self.sources, unlaned.latencies, unlaned.late, lanes=lanes)
+            for pipeline in self.pipelines:
+                pipeline.deliver.update((lane, pipeline.deliver[source])
+                                        for source, parts in lanes.items() for lane in parts)
         started = clock.perf_counter()
         with collections_paused(), status_line(self.status) if self.shows_progress else nullcontext():
             if self.rate is None:
@@ -149,17 +146,28 @@ class LocalRun:
             self.punctuate()  # +inf
         return self.result(clock.perf_counter() - started)
 
+    def admit(self, source: str, ts: int, payload, arrival: float):
+        """`(route, item)` of an event, or None if it is late at every level and dropped. Its route is its
+        source or, with several levels, `(source, level)`: the first level it is on time at."""
+        punctuations = self.punctuations
+        if self.corrections is None:
+            item = punctuations.admit(source, ts, payload, arrival)
+            return None if item is None else (source, item)
+        level = min(punctuations.level(source, ts), len(self.pipelines))  # an adjusted event: of the last level
+        item = punctuations.admit(source, ts, payload, arrival)
+        return None if item is None else ((source, level), item)
+
     def _run_unpaced(self, events):
         # `apply` of one event, whose admitted list is empty before and after: nothing waits in an unpaced run.
-        admit, deliver = self.punctuations.admit, self._deliver
+        admit, deliver = self.admit, self._deliver
         since_punctuation = 0
         for source, event in events:
             if event is None:
                 self.punctuations.end(source)
                 continue
-            item = admit(source, *event, clock.perf_counter())
-            if item is not None:
-                deliver(source, item)
+            admitted = admit(source, *event, clock.perf_counter())
+            if admitted is not None:
+                deliver(*admitted)
                 self.events += 1
             since_punctuation += 1
             if since_punctuation >= self.punctuate_every:
@@ -179,7 +187,8 @@ class LocalRun:
             if due > clock.perf_counter():
                 self._apply_waiting(waiting)
                 self._apply_held_back(due)  # in the time to spare until `due`
-                self.barrier.settle(lambda: clock.perf_counter() < due)  # in what is left of it
+                for pipeline in self.pipelines:  # in what is left of it
+                    pipeline.barrier.settle(lambda: clock.perf_counter() < due)
                 delay = due - clock.perf_counter()
                 if delay > 0:
                     clock.sleep(delay)
@@ -190,7 +199,8 @@ class LocalRun:
         if waiting:
             self.apply(waiting, behind=len(waiting) + len(self.admitted) > 1)
             waiting.clear()
-            self.barrier.settle()  # not to hold the retracted items until their punctuation
+            for pipeline in self.pipelines:
+                pipeline.barrier.settle()  # not to hold the retracted items until their punctuation
             self.punctuate()
 
     def _apply_held_back(self, until: float):
@@ -206,30 +216,40 @@ class LocalRun:
     def apply(self, events, behind: bool = False):
         """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
         admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
-        admit = self.punctuations.admit
+        admit = self.admit
         admitted = self.admitted
-        for source, ts, payload, arrival in events:
-            item = admit(source, ts, payload, arrival)
-            if item is not None:
-                admitted.append((source, item))
+        for event in events:
+            entry = admit(*event)
+            if entry is not None:
+                admitted.append(entry)
         if len(admitted) > 1:
             admitted.sort(key=_identity)
         if behind:
             self.punctuations.advance()
-            final = bisect_right(admitted, self.punctuations.time(), key=_time)
+            # Final for the first level, whose punctuation is the highest: the later levels take them as they come.
+            final = bisect_right(admitted, self.punctuations.times()[0], key=_time)
             admitted, self.admitted = admitted[:final], admitted[final:]
         else:
             self.admitted = []
-        for source, item in admitted:
-            self._deliver(source, item)
+        for route, item in admitted:
+            self._deliver(route, item)
         self.events += len(admitted)
 
-    def _deliver(self, source: str, item):
-        """Apply one admitted event: deliver it, let the operators settle, end the changelog's step."""
+    def _deliver(self, route, item):
+        """Apply one admitted event (see `admit` for its route): in the first level's pipeline or, with several
+        levels, in those of the levels it is on time at; then end the changelog's step."""
         if self.step is not None:
             self.cause = Cause.of(item)
-        self.deliver[source](item)
-        self.flush()
+        corrections = self.corrections
+        if corrections is None:
+            self.pipelines[0].apply(route, item)
+        else:
+            source, level = route
+            self.applied_by_level[level - 1] += 1
+            corrections.applying(Cause.of(item), level)
+            for pipeline in self.pipelines[level - 1:]:
+                pipeline.apply(source, item)
+            corrections.applying(None, 0)
         if self.step is not None:
             self.take_changes()
 
@@ -239,41 +259,41 @@ class LocalRun:
             self.changelog.retract(sink, tombstone, cause)
 
     def punctuate(self):
-        """Advance every source's punctuation (which judges its lateness) and issue their minimum if it rose."""
+        """Advance every source's punctuation (which judges its lateness) and issue, level by level, their
+        minimum where it rose."""
         collect_if_crowded()
         self.punctuations.advance()
-        time = self.punctuations.time()
-        if time <= self.issued:
-            return
-        self.issued = time
-        self.issued_count += 1
-        self.note_buffered()  # items pile up between punctuations: the most is held around one
-        sent = False  # every operator was flushed at the end of the last step: until one sends, none need be
-        for take, flush, punctuate, state, send, waiting, at_inf in self._operators:
-            if sent:
-                _take(take, flush, state, send, waiting)
-            if at_inf or time < inf:
-                for item in punctuate(time, state):
-                    send(item)
-                    sent = True
-        if self._buffers:
-            self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
-        if time == inf:  # every operator has taken what reached it, in the loop above
-            self._drop_operators()
-        if self.step is not None:
-            self.take_changes()
-        released = self.barrier.punctuate(time)
-        if released:
-            # An output is out once the barrier has released it, as on Spark.
-            self._output(released, clock.perf_counter())
+        for level, (pipeline, time) in enumerate(zip(self.pipelines, self.punctuations.times()), 1):
+            if time > pipeline.issued:
+                self._issue(level, pipeline, time)
 
-    def _output(self, released: list, now: float):
-        """Add the released items' payloads to the outputs and stamp their latencies. It empties `released` as
-        it goes, so that an item nothing else holds (at +inf, none) is freed while still in the cache."""
+    def _issue(self, level: int, pipeline, time):
+        """Issue the punctuation `time` in the pipeline of `level`: its outputs, or its corrections."""
+        if level == 1:
+            self.issued_count += 1
+        self.note_buffered()  # items pile up between punctuations: the most is held around one
+        pipeline.punctuate(time)
+        if pipeline.buffers:
+            self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
+        if level == 1 and self.step is not None:
+            self.take_changes()
+        released = pipeline.release(time)
+        if not released and self.corrections is None:  # a later level that releases nothing may correct
+            return
+        now = clock.perf_counter()  # an output is out once the barrier has released it, as on Spark
+        if self.corrections is not None:
+            self.corrections.released(level, time, released, now)
+        if level == 1 and released:
+            self._output(released, now, keep=self.corrections is not None)
+
+    def _output(self, released: list, now: float, keep: bool):
+        """Add the released items' payloads to the outputs and stamp their latencies. Unless the items are to
+        be kept (for the corrections), it empties `released` as it goes, so that an item nothing else holds
+        (at +inf, none) is freed while still in the cache."""
         outputs, times, latencies = self.outputs, self.output_times, self.latencies_ms
-        released.reverse()
-        while released:
-            item = released.pop()
+        if not keep:
+            released.reverse()
+        for item in released if keep else _popped(released):
             # The payload the operator made, equal to its encoding's decoding; the barrier holds again without
             # payloads the pairs that `settle` took out and had to put back.
             payload = item.payload
@@ -281,28 +301,13 @@ class LocalRun:
             times[item.sink].append(item.meta[0])
             latencies.append((now - item.arrival) * 1000.0)
 
-    def flush(self):
-        """End a step: every boundary operator, in topological order, takes the items that reached it and does
-        the work it left waiting. So an operator's results all leave before the operators after it take any:
-        those that go to a sink reach it without waiting for the work of the operators beside their path."""
-        for take, flush, _, state, send, waiting, _ in self._operators:
-            _take(take, flush, state, send, waiting)
-
-    def _drop_operators(self):
-        """After +inf nothing reaches an operator: free their state, by reference counting, before the barrier's
-        last release makes the last outputs, so that the run never holds both."""
-        self.states = self.deliver = self.waiting = self._operators = None
-        self._buffers = []
-
     def status(self) -> str:
         """The run's progress, for a status line: it reads counters only."""
         return (f"{self.events} event(s) applied, {self.barrier.released} result(s) released, "
                 f"{len(self.punctuations.dead_letters)} late")
 
     def note_buffered(self):
-        buffered = len(self.barrier)
-        if self._buffers:
-            buffered += sum(len(buffer) for buffer in self._buffers)
+        buffered = sum(pipeline.buffered() for pipeline in self.pipelines)
         if buffered > self.peak_buffered:
             self.peak_buffered = buffered
 
@@ -317,17 +322,19 @@ class LocalRun:
         result = Result(self.outputs, list(self.punctuations.dead_letters), metrics, self.latencies_ms.tolist())
         if self.changelog is not None:
             self.changelog.fill(result)
+        if self.corrections is not None:
+            result.corrections = self.corrections.records
+            levels = self.corrections.summary(self.latencies_ms, self.applied_by_level)
+            for summary, latency in zip(levels, self.punctuations.latencies):
+                summary["reorder_latency"] = latency
+            metrics["levels"] = levels
         return result
 
 
-def _take(take, flush, state, send, waiting: list):
-    """A boundary operator takes the items `waiting` for it (none reach it meanwhile: the graph has no cycle),
-    then does the work it left waiting; what it makes goes on to `send`."""
-    if waiting:
-        take(waiting, state, send)
-        waiting.clear()
-    for out in flush(state):
-        send(out)
+def _popped(items: list):
+    """The items of `items` from its end, each removed as it is given."""
+    while items:
+        yield items.pop()
 
 
 def _identity(entry):

@@ -40,6 +40,8 @@ def run_metrics(*, events: int, arrived: int, tombstones: int, released: int, la
     (punctuations on the local engine, micro-batches on Spark), and `engine`
     the engine's own figures, with its `name`. `changes` is None here; a run
     that keeps a changelog fills it in (runtime.changes.Changelog.fill).
+    `levels` is None too; a run with several reorder latencies gives one
+    entry per level (runtime.corrections.Corrections.summary).
     """
     return {
         "events": events,
@@ -54,5 +56,6 @@ def run_metrics(*, events: int, arrived: int, tombstones: int, released: int, la
         "events_per_s": events / wall_s if wall_s > 0 else None,
         "latency_ms": latency_summary(latencies_ms, wall_s, events, rounds),
         "changes": None,
+        "levels": None,
         "engine": engine,
     }

@@ -43,9 +43,18 @@ class RunOptions:
     @classmethod
     def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1,
            idle_timeout=None, rate=None, changes=False, progress=None, **engine_options) -> RunOptions:
-        """The options of a `flamespark.run(...)` call, checked."""
+        """The options of a `flamespark.run(...)` call, checked. Several reorder latencies are kept as a tuple,
+        a sequence of one as its number."""
+        if isinstance(reorder_latency, (tuple, list)):
+            reorder_latency = reorder_latency[0] if len(reorder_latency) == 1 else tuple(reorder_latency)
         return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, progress,
                    engine_options)
+
+    @property
+    def latencies(self) -> tuple:
+        """The reorder latencies, one per level (a single latency is one level)."""
+        latency = self.reorder_latency
+        return latency if isinstance(latency, tuple) else (latency,)
 
     @property
     def shows_progress(self) -> bool:
@@ -61,8 +70,12 @@ class RunOptions:
             raise OptionError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.mode not in MODES:
             raise OptionError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if not _is_int(self.reorder_latency) or self.reorder_latency < 0:
-            raise OptionError(f"reorder_latency must be a non-negative integer (ms), got {self.reorder_latency!r}")
+        latencies = self.latencies
+        if not latencies or not all(_is_int(latency) and latency >= 0 for latency in latencies):
+            raise OptionError(f"reorder_latency must be a non-negative integer (ms) or an increasing sequence of "
+                              f"them, got {self.reorder_latency!r}")
+        if any(later <= earlier for earlier, later in zip(latencies, latencies[1:])):
+            raise OptionError(f"several reorder latencies must increase, got {self.reorder_latency!r}")
         if self.late not in POLICIES:
             raise OptionError(f"late policy must be one of {', '.join(POLICIES)}, got {self.late!r}")
         if not _is_int(self.punctuate_every) or self.punctuate_every < 1:
@@ -98,6 +111,8 @@ class RunOptions:
                 raise OptionError("punctuate_every is for unpaced runs: a paced run punctuates after applying "
                                   "whatever has arrived")
             return
+        if len(self.latencies) > 1:
+            raise OptionError("several reorder latencies need engine='local': the Spark engine takes one")
         if self.punctuate_every != 1:
             raise OptionError("punctuate_every is taken by the local engine only: the Spark engine punctuates once "
                               "per micro-batch (max_rows_per_batch makes batches smaller)")

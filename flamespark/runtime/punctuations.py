@@ -59,9 +59,12 @@ class Punctuations:
     is on time). It is `+inf` once the source ended, or once it delivered
     `expected[source]` events; `-inf` while it has said nothing.
 
-    An event is late when its time is at or below the punctuation its source
-    had reached at the last `advance`; the global punctuation, the minimum
-    over sources, is never higher, so an admitted event is never behind it.
+    An event is late when its time is at or below the punctuation that the
+    newest event before it in its source's arrival order supports (or the
+    punctuation its source was given at the last `advance`, if higher): which
+    events are late depends on the arrival order alone, not on when
+    `advance` is called. The global punctuation, the minimum over sources, is
+    never higher, so an admitted event is never behind it.
     `late="drop"` keeps it in `dead_letters`, `"adjust"` moves its time just
     after the punctuation, `"fail"` raises LateEventError.
 
@@ -85,13 +88,23 @@ class Punctuations:
     takes position `k * n + i` in the source (`i` the lane's index), which
     no other lane gives.
 
+    With several reorder latencies, `reorder_latency=(D1, ..., Dn)` increasing,
+    each is a *level*: `level(source, ts)` tells the first level an event is
+    on time at (judged as above, with Dk), `times()` each level's global
+    punctuation, and the late policy applies to events later than Dn, the
+    latency that `reorder_latency` then names.
+
     Options are taken as given: `flamespark.runtime.options` checks them.
     """
 
-    def __init__(self, sources, reorder_latency: int = 0, late: str = "drop", expected: dict | None = None,
+    def __init__(self, sources, reorder_latency: int | tuple = 0, late: str = "drop", expected: dict | None = None,
                  idle_timeout: float | None = None, clock_ms=None, lanes: dict | None = None):
         if idle_timeout is not None and clock_ms is None:
             raise InternalError("Punctuations: an idle timeout needs a clock")
+        self.latencies = tuple(reorder_latency) if isinstance(reorder_latency, (tuple, list)) else (reorder_latency,)
+        if idle_timeout is not None and len(self.latencies) > 1:
+            raise InternalError("Punctuations: an idle timeout with several reorder latencies")
+        reorder_latency = self.latencies[-1]
         self.reorder_latency = reorder_latency
         self.late = late
         self.expected = expected or {}
@@ -104,6 +117,7 @@ class Punctuations:
         self._lanes = {lane: (source, len(parts), index)
                        for source, parts in lanes.items() for index, lane in enumerate(parts)}
         self._time = self._lowest()
+        self._times = (self._time,) * len(self.latencies)
 
     def admit(self, source: str, ts: int, payload, arrival: float, position: int | None = None) -> Item | None:
         """The event as an item with its meta, or None if it is late and dropped. Its `position` in its
@@ -119,7 +133,7 @@ class Punctuations:
         elif position is None:
             position = state.received
         state.received += 1
-        if ts <= state.punctuation:
+        if ts <= state.punctuation or (state.max_ts is not None and ts < state.max_ts - self.reorder_latency):
             ts = self._late(source, state, ts, payload, position)
             if ts is None:
                 return None
@@ -127,6 +141,19 @@ class Punctuations:
         if state.max_ts is None or ts > state.max_ts:
             state.max_ts = ts
         return mint(source, ts, payload, arrival, position)
+
+    def level(self, source: str, ts: int) -> int:
+        """The first level (1 to n) at whose reorder latency an event of `source` at `ts` would be on time if
+        admitted now, or n + 1 if it is late at every level."""
+        max_ts = self._sources[source].max_ts
+        if max_ts is None:
+            return 1
+        level = 1
+        for latency in self.latencies:
+            if ts >= max_ts - latency:
+                return level
+            level += 1
+        return level
 
     def end(self, source: str):
         """The source's input ended: from the next `advance`, it holds nothing back."""
@@ -149,6 +176,8 @@ class Punctuations:
                          if state.punctuation > before[source])
             lowest = self._lowest()
         self._time = lowest
+        if len(self.latencies) > 1:
+            self._times = tuple(self._lowest(latency) for latency in self.latencies[:-1]) + (lowest,)
         return risen
 
     def punctuation(self, source: str):
@@ -158,6 +187,11 @@ class Punctuations:
     def time(self):
         """The global punctuation: the minimum over sources, as of the last `advance`."""
         return self._time
+
+    def times(self) -> tuple:
+        """Each level's global punctuation, as of the last `advance`: for level k, what the sources' newest
+        events support with reorder latency Dk (level n's is `time()`)."""
+        return self._times if len(self._times) > 1 else (self._time,)
 
     def counts(self, source: str | None = None) -> dict:
         """Admitted, dropped and adjusted events of `source`, or of all sources (cumulative over snapshots)."""
@@ -184,8 +218,11 @@ class Punctuations:
         state.punctuation = self._supported(source, state)
         self._time = self._lowest()
 
-    def _lowest(self):
-        return min((state.punctuation for state in self._sources.values()), default=inf)
+    def _lowest(self, latency: int | None = None):
+        """The lowest punctuation over sources: as advanced, or (with `latency`) as their events support it."""
+        if latency is None:
+            return min((state.punctuation for state in self._sources.values()), default=inf)
+        return min((self._supported(source, state, latency) for source, state in self._sources.items()), default=inf)
 
     def _heard(self, source: str) -> _Source:
         state = self._sources[source]
@@ -195,7 +232,7 @@ class Punctuations:
 
     def _late(self, source, state, ts, payload, position):
         """The time to process a late event at, or None if it is dropped."""
-        punctuation = state.punctuation
+        punctuation = self._bar(state)
         if self.late == "fail":
             # Its position counts from 0, as in a changelog's cause; a run from files adds the file and line.
             raise LateEventError.of(source, ts, position, punctuation, payload)
@@ -206,11 +243,18 @@ class Punctuations:
         self.dead_letters.append({"source": source, "ts": ts, "payload": payload, "punctuation": punctuation})
         return None
 
-    def _supported(self, source, state):
+    def _bar(self, state):
+        """The time at or below which the source's next event is late: the punctuation its newest event so far
+        supports, or the one it was given if higher (an idle source's)."""
+        if state.max_ts is None:
+            return state.punctuation
+        return max(state.punctuation, state.max_ts - self.reorder_latency - 1)
+
+    def _supported(self, source, state, latency: int | None = None):
         if state.ended or (self.expected and state.received >= self.expected.get(source, inf)):
             return inf
         max_ts = state.max_ts
-        return -inf if max_ts is None else max_ts - self.reorder_latency - 1
+        return -inf if max_ts is None else max_ts - (self.reorder_latency if latency is None else latency) - 1
 
     def _pass_idle(self, now: int):
         """Raise idle sources' punctuations to the lowest of the active ones'."""

@@ -116,8 +116,9 @@ class Runs:
         optimistic = entry["optimistic"]
         entry["input"]["late"] = optimistic.get("late_dropped", 0) + optimistic.get("late_adjusted", 0)
         entry["outputs_equal"] = outputs["optimistic"] == outputs["buffered"]
-        # A paced run judges lateness per batch of waiting arrivals, so beyond the reorder latency the two
-        # modes may drop different events; their outputs are comparable only where they dropped the same.
+        # On Spark the optimistic mode judges lateness per ingest partition and the baseline in one, so beyond
+        # the reorder latency the two may drop different events; their outputs compare only where they dropped
+        # the same.
         entry["late_equal"] = late["optimistic"] == late["buffered"]
         return entry, latencies
 

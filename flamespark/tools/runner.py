@@ -52,11 +52,12 @@ def check_output_directory(out: Path, inputs: dict[str, Path]):
 
 def _clear_outputs(out: Path, sinks):
     """Make `out` if need be and remove what marks it complete (`metrics.json`), and the sinks' files in every
-    format and their changelogs, which a run rewrites: none is left from an earlier run beside a complete one."""
+    format, their changelogs and corrections, which a run rewrites: none is left from an earlier run beside a complete one."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").unlink(missing_ok=True)
     for sink in sinks:
         changelog_path(out, sink).unlink(missing_ok=True)
+        corrections_path(out, sink).unlink(missing_ok=True)
         for fmt in SINK_FORMATS:
             (out / f"{sink}.{fmt}").unlink(missing_ok=True)
 
@@ -68,6 +69,10 @@ def checkpoint_directory(out: str | Path, checkpoint: str | Path | None = None) 
 
 def changelog_path(out: Path, sink: str) -> Path:
     return out / f"{sink}.changes.jsonl"
+
+
+def corrections_path(out: Path, sink: str) -> Path:
+    return out / f"{sink}.corrections.jsonl"
 
 
 def spark_options_given(**options) -> dict:
@@ -84,7 +89,7 @@ def claim_pipeline(checkpoint: Path, pipeline: str):
 
 
 def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",
-                     mode: str = "optimistic", reorder_latency: int = 0, late: str = "drop",
+                     mode: str = "optimistic", reorder_latency: int | tuple = 0, late: str = "drop",
                      rate: float | None = None, master: str | None = None, checkpoint: str | Path | None = None,
                      max_rows_per_batch: int | None = None, sink_format: str = "jsonl", follow: bool = False,
                      idle_timeout: float | None = None, changes: bool = False,
@@ -102,7 +107,8 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     keeps its checkpoint in `checkpoint` (default `out/_checkpoint`); rerun
     with the same one to resume. With `changes`, each sink's changelog goes
     to `out/<sink>.changes.jsonl` (a `follow` run's to `out/<sink>.changes/`,
-    batch by batch). A sink whose outputs Parquet cannot hold is written as
+    batch by batch). With several reorder latencies, each sink's corrections
+    go to `out/<sink>.corrections.jsonl`. A sink whose outputs Parquet cannot hold is written as
     JSONL, and the run then raises the PayloadError saying so. An input may
     be a Kafka topic, `kafka://HOST:PORT/TOPIC`, and `sinks` maps sinks to
     topics that take their outputs instead of files (see `flamespark.run`).
@@ -138,6 +144,8 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
         for sink, records in result.changes.items():
             if sink not in topics:
                 write_jsonl(changelog_path(out, sink), records)
+        for sink, records in result.corrections.items():
+            write_jsonl(corrections_path(out, sink), records)
     write_atomic(out / "metrics.json", json.dumps(result.metrics, indent=2) + "\n")
     fallbacks = [problem for problem in fallbacks if problem]
     if fallbacks:

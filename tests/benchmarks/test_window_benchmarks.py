@@ -14,11 +14,12 @@ from tests.doctests import assert_runs, examples_of
 REPO = Path(__file__).resolve().parents[2]
 windows_local = load_module(REPO / "benchmarks" / "windows_local.py")
 windows_vs_spark = load_module(REPO / "benchmarks" / "windows_vs_spark.py")
+levels = load_module(REPO / "benchmarks" / "levels.py")
 
 
 def test_the_examples_in_their_docstrings():
-    tests = [test for module in (windows_local, windows_vs_spark) for test in examples_of(module)]
-    assert len(tests) >= 3
+    tests = [test for module in (windows_local, windows_vs_spark, levels) for test in examples_of(module)]
+    assert len(tests) >= 5
     for test in tests:
         assert_runs(test)
 
@@ -53,6 +54,23 @@ def test_windows_local_runs_every_system_and_finds_their_counts_equal(tmp_path):
     assert report["runs"]["floor:disordered"]["windows"] == 300  # 3 s of events of 100 keys
     assert report["memory"]["events"] == 4000 and report["memory"]["peak_rss_mb"] > 0
     assert "FlameSpark disordered / in order" in done.stdout
+
+
+def test_the_levels_benchmark_runs_both_modes_and_finds_the_levels_exact(tmp_path):
+    out = tmp_path / "report.json"
+    done = processes.run([sys.executable, str(REPO / "benchmarks" / "levels.py"), "--seconds", "4", "--latencies",
+                          "100,1500", "--rate", "8000", "--keys", "5", "--out", str(out)],
+                         env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["equal"] == {mode: {"outputs_equal_min_latency": True, "final_equal_max_latency": True}
+                               for mode in ("optimistic", "buffered")}
+    for mode in ("optimistic", "buffered"):
+        first, last = (report["runs"][f"{mode}: {name}"]["levels"][0] for name in ("min latency", "max latency"))
+        levelled = report["runs"][f"{mode}: levels"]["levels"]
+        assert levelled[0]["completeness"] == first["completeness"] < levelled[1]["completeness"]
+        assert levelled[1]["completeness"] == last["completeness"] <= 1 and levelled[1]["corrections"] > 0
+    assert "| optimistic: levels | 0.1 s |" in done.stdout
 
 
 @pytest.mark.slow

@@ -227,7 +227,8 @@ def test_scaling_runs_the_same_spark_run_on_each_master(tmp_path, events_file):
     scaling = report["scaling"]
     assert scaling["mode"] == "optimistic" and [run["master"] for run in scaling["runs"]] == ["local[1]", "local[2]"]
     for run in scaling["runs"]:
-        assert run["events"] == 30 and run["events_per_s"] > 0 and run["batches"] >= 1
+        # The document that arrives last, beyond the reorder latency, is late on every master, in any batch.
+        assert run["events"] == 29 and run["events_per_s"] > 0 and run["batches"] >= 1
         assert (out / "scaling" / run["master"].replace("[", "_").rstrip("]") / "index.jsonl").exists()
     assert scaling["speedup"] == scaling["runs"][1]["events_per_s"] / scaling["runs"][0]["events_per_s"]
     markdown = (out / "report.md").read_text()

@@ -48,6 +48,26 @@ def test_run_writes_sinks_late_and_metrics(tmp_path, capsys):
     assert set(metrics["latency_ms"]) >= {"p50", "p75", "p95", "p99", "events", "wall_s", "batches"}
 
 
+def test_several_latencies_write_each_sinks_corrections(tmp_path, capsys):
+    lines = readings((10, "a", 1), (30, "a", 2), (5, "a", 4), (100, "a", 8), (40, "a", 16))  # 5 is 25 behind 30
+    code, out = run_cli(tmp_path, lines, "--reorder-latency", "15,50")
+    assert code == 0
+    assert "; 7 correction(s) at later latencies" in capsys.readouterr().err
+    totals = [json.loads(line)["total"] for line in (out / "totals.jsonl").read_text().splitlines()]
+    assert totals == [1, 3, 11]  # 40 is 60 behind 100: late at both latencies
+    corrections = [json.loads(line) for line in (out / "totals.corrections.jsonl").read_text().splitlines()]
+    assert [(c["op"], c["ts"], c["payload"]["total"], c["level"]) for c in corrections] == [
+        ("+", 5, 4, 2), ("-", 10, 1, 2), ("+", 10, 5, 2), ("-", 30, 3, 2), ("+", 30, 7, 2), ("-", 100, 11, 2),
+        ("+", 100, 15, 2)]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [(level["reorder_latency"], level["events"]) for level in metrics["levels"]] == [(15, 3), (50, 1)]
+    code, _ = run_cli(tmp_path, lines, "--reorder-latency", "15")
+    assert code == 0 and not (out / "totals.corrections.jsonl").exists()  # a run with one latency leaves none
+    with pytest.raises(SystemExit):
+        run_cli(tmp_path, lines, "--reorder-latency", "50,15")
+    assert "several latencies must increase, not 50,15" in capsys.readouterr().err
+
+
 def test_late_fail_names_the_late_events_file_and_line(tmp_path, capsys):
     lines = readings((10, "a", 1), (30, "a", 2)) + [""] + readings((6, "a", 7))
     code, out = run_cli(tmp_path, lines, "--reorder-latency", "15", "--late", "fail")

@@ -14,11 +14,16 @@ from tests import graphs, processes
 REPO = Path(__file__).resolve().parents[2]
 INPUTS = {"numbers": [(1, 1)]}
 
+NOT_A_LATENCY = "reorder_latency must be a non-negative integer (ms) or an increasing sequence of them"
+
 BAD_OPTIONS = [
     ({"mode": "eager"}, "mode must be one of optimistic, buffered, got 'eager'"),
-    ({"reorder_latency": -1}, "reorder_latency must be a non-negative integer (ms), got -1"),
-    ({"reorder_latency": 1.5}, "reorder_latency must be a non-negative integer (ms), got 1.5"),
-    ({"reorder_latency": True}, "reorder_latency must be a non-negative integer (ms), got True"),
+    ({"reorder_latency": -1}, f"{NOT_A_LATENCY}, got -1"),
+    ({"reorder_latency": 1.5}, f"{NOT_A_LATENCY}, got 1.5"),
+    ({"reorder_latency": True}, f"{NOT_A_LATENCY}, got True"),
+    ({"reorder_latency": (1000, 1000)}, "several reorder latencies must increase, got (1000, 1000)"),
+    ({"reorder_latency": [1000, -5]}, f"{NOT_A_LATENCY}, got (1000, -5)"),
+    ({"reorder_latency": ()}, f"{NOT_A_LATENCY}, got ()"),
     ({"late": "ignore"}, "late policy must be one of drop, adjust, fail, got 'ignore'"),
     ({"punctuate_every": 0}, "punctuate_every must be a positive integer, got 0"),
     ({"punctuate_every": True}, "punctuate_every must be a positive integer, got True"),
@@ -111,7 +116,7 @@ def test_bad_options_on_spark_fail_as_on_the_local_engine_without_pyspark():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "OptionError: late policy must be one of drop, adjust, fail, got 'ignore'",
-        "OptionError: reorder_latency must be a non-negative integer (ms), got -1",
+        "OptionError: reorder_latency must be a non-negative integer (ms) or an increasing sequence of them, got -1",
     ]
 
 

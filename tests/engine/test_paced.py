@@ -75,12 +75,23 @@ def test_a_turn_cancels_the_tombstones_it_made_with_their_items_before_their_pun
         run._apply_waiting([("numbers", ts, value, 0.0)])
     held = [item for _, item in run.barrier.state.held.snapshot()]
     assert [(item.meta.ts, item.payload) for item in held] == [(10, 3), (20, 9), (30, 18)]
-    result = _turns(run, [], [])
+    result = turns(run, [], [])
     assert result.metrics["tombstones"] == 1
     assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
 
 
-def _turns(run: LocalRun, groups: list, behind: list):
+def drawn_turns(data, arrival: list, largest: int):
+    """The events of `arrival` cut into turns of 1 to `largest` events, and whether each turn is behind."""
+    sizes = data.draw(st.lists(st.integers(1, largest), min_size=len(arrival), max_size=len(arrival)))
+    groups, at = [], 0
+    for size in sizes:
+        if at < len(arrival):
+            groups.append(arrival[at:at + size])
+            at += size
+    return groups, data.draw(st.lists(st.booleans(), min_size=len(groups), max_size=len(groups)))
+
+
+def turns(run: LocalRun, groups: list, behind: list):
     """Hand `run` its events in `groups`, one turn each (behind or not), punctuating after each, then end."""
     for group, late in zip(groups, behind):
         run.apply([("numbers", ts, payload, 0.0) for ts, payload in group], behind=late)
@@ -99,7 +110,7 @@ def test_an_engine_behind_applies_only_what_the_punctuation_made_final():
     assert [item.meta.ts for _, item in run.admitted] == [20, 30]
     assert run.events == 1
     # 25 comes after 30 but precedes it: applied with the waiting events in meta order, it replays nothing.
-    result = _turns(run, [[(25, 25)]], [False])
+    result = turns(run, [[(25, 25)]], [False])
     assert run.events == 4
     assert result.metrics["tombstones"] == 0
     assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
@@ -116,7 +127,7 @@ def test_what_a_turn_behind_held_back_waits_for_time_to_spare_and_is_then_applie
     assert run.events == 1
     run._apply_held_back(until=math.inf)
     assert run.admitted == [] and run.events == 4
-    result = _turns(run, [], [])
+    result = turns(run, [], [])
     assert result.metrics["tombstones"] == 0
     assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})
 
@@ -126,17 +137,30 @@ def test_what_a_turn_behind_held_back_waits_for_time_to_spare_and_is_then_applie
 @given(case=number_case(), data=st.data())
 def test_turns_that_hold_back_what_is_not_final_keep_the_in_order_outputs(mode, case, data):
     latency, events, arrival, _ = case
-    sizes = data.draw(st.lists(st.integers(1, 4), min_size=len(arrival), max_size=len(arrival)))
-    groups, at = [], 0
-    for size in sizes:
-        if at < len(arrival):
-            groups.append(arrival[at:at + size])
-            at += size
-    behind = data.draw(st.lists(st.booleans(), min_size=len(groups), max_size=len(groups)))
+    groups, behind = drawn_turns(data, arrival, 4)
     graph = graphs.chained_stateful()
     changes = mode == "optimistic"
     run = LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latency, changes=changes))
-    result = _turns(run, groups, behind)
+    result = turns(run, groups, behind)
     assert result.outputs == reference_run(graph, {"numbers": events})
     if changes:
         check_changelog(result, {"numbers": arrival})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_the_same_events_are_late_in_turns_as_one_by_one(mode, data):
+    """Lateness is a function of the arrival order: events admitted together in a turn are each judged against the
+    newest event before them, as an unpaced run judges them."""
+    latency = data.draw(st.integers(0, 6))
+    arrival = [(ts, ts) for ts in data.draw(st.lists(st.integers(0, 30), max_size=20))]  # any disorder, late events too
+    groups, behind = drawn_turns(data, arrival, 5)
+    graph = graphs.running_sum()
+    unpaced = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency)
+    paced = turns(LocalRun(graph, RunOptions.of(mode=mode, reorder_latency=latency)), groups, behind)
+    assert paced.late == unpaced.late
+    assert paced.outputs == unpaced.outputs
+    newest = [max(ts for ts, _ in arrival[:i]) if i else None for i in range(len(arrival))]
+    assert [letter["ts"] for letter in unpaced.late] == [ts for (ts, _), top in zip(arrival, newest)
+                                                        if top is not None and ts < top - latency]

@@ -137,6 +137,26 @@ def test_a_late_event_in_a_later_batch_retracts_what_earlier_batches_computed(sp
     assert all(change["cause"] == {"source": "numbers", "ts": 15, "position": 4} for change in retracted)
 
 
+def test_in_one_ingest_partition_spark_judges_every_event_late_or_not_as_the_local_engine(spark):
+    """Lateness depends on the arrival order alone: an event is judged against the newest before it, not against
+    the punctuation before its micro-batch. Two batches of the issue's case, then a shuffled run with late events
+    all over, several to a batch."""
+    graph = graphs.running_sum()
+    first = {"numbers": [(1000, 1), (500, 2)]}  # one batch: 500 is 500 ms behind 1000, more than 256
+    on_spark = run_spark(graph, first, spark, reorder_latency=256, ingest_partitions=1)
+    assert on_spark.outputs == fs.run(graph, first, reorder_latency=256).outputs == {"sums": [1]}
+    assert [letter["ts"] for letter in on_spark.late] == [500]
+    rnd = random.Random(60)
+    arrival = [(value * 10 + rnd.randrange(0, 80), value) for value in range(60)]
+    local = fs.run(graph, {"numbers": arrival}, reorder_latency=40)
+    assert 5 < len(local.late) < 50
+    for mode in ("optimistic", "buffered"):
+        result = run_spark(graph, {"numbers": arrival}, spark, mode=mode, reorder_latency=40, max_rows_per_batch=7,
+                           ingest_partitions=1)
+        assert result.late == local.late, mode
+        assert result.outputs == local.outputs, mode
+
+
 def test_the_inverted_index_retracts_across_batches_and_ends_as_the_plain_program(spark):
     """The tuned inverted index's collector nodes know they are complete by their last part's index, which relies on each node
     seeing its parts in event-time order; here a late document re-runs them on Spark, batches later."""

@@ -6,7 +6,8 @@ from flamespark.runtime.metrics import replay_ratio, run_metrics
 from tests import graphs
 
 COMMON_KEYS = {"events", "arrived_at_barrier", "tombstones", "released", "replay_ratio", "late_dropped",
-               "late_adjusted", "peak_buffered", "wall_s", "events_per_s", "latency_ms", "changes", "engine"}
+               "late_adjusted", "peak_buffered", "wall_s", "events_per_s", "latency_ms", "changes", "levels",
+               "engine"}
 
 
 def test_the_builder_gives_the_common_keys_and_keeps_engine_figures_apart():

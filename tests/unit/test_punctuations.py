@@ -5,6 +5,8 @@ import math
 
 import msgpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flamespark as fs
 from flamespark.core.codec import pack
@@ -43,13 +45,30 @@ def test_advance_reports_only_the_sources_that_rose():
     assert punctuations.advance() == {"a": 19}
 
 
-def test_lateness_is_judged_against_the_punctuation_of_the_last_advance():
+def test_lateness_is_judged_against_the_newest_event_before_it():
     punctuations = Punctuations(["a"], reorder_latency=5)
-    assert feed(punctuations, "a", 100, 50) == [100, 50]  # no punctuation yet: nothing is late
+    assert feed(punctuations, "a", 100, 95, 94) == [100, 95]  # 94 is late with no punctuation issued yet
     punctuations.advance()
-    assert feed(punctuations, "a", 94, 95, 200, 96) == [95, 200, 96]
-    assert [(d["source"], d["ts"], d["punctuation"]) for d in punctuations.dead_letters] == [("a", 94, 94)]
-    assert punctuations.counts() == {"events": 5, "late_dropped": 1, "late_adjusted": 0}
+    assert feed(punctuations, "a", 200, 96, 195) == [200, 195]
+    assert [(d["source"], d["ts"], d["punctuation"]) for d in punctuations.dead_letters] == [("a", 94, 94),
+                                                                                            ("a", 96, 194)]
+    assert punctuations.counts() == {"events": 4, "late_dropped": 2, "late_adjusted": 0}
+
+
+@settings(max_examples=200, deadline=None)
+@given(times=st.lists(st.integers(0, 60), max_size=30), advances=st.lists(st.booleans(), max_size=30),
+       latency=st.integers(0, 20))
+def test_which_events_are_late_does_not_depend_on_when_punctuations_advance(times, advances, latency):
+    never, sometimes = Punctuations(["a"], reorder_latency=latency), Punctuations(["a"], reorder_latency=latency)
+    for ts, advance in zip(times, advances + [False] * len(times)):
+        feed(never, "a", ts)
+        feed(sometimes, "a", ts)
+        if advance:
+            sometimes.advance()
+    assert never.dead_letters == sometimes.dead_letters
+    newest = [max(times[:i], default=None) for i in range(len(times))]  # the reference: each event's judge
+    assert [d["ts"] for d in never.dead_letters] == [ts for ts, top in zip(times, newest)
+                                                     if top is not None and ts < top - latency]
 
 
 def test_adjust_moves_a_late_event_just_after_its_sources_punctuation():

@@ -1,0 +1,178 @@
+"""Corrections: what each later reorder latency changes among the outputs released at the one before it.
+
+A run with reorder latencies `(D1, ..., Dn)` computes each level k over the
+events within Dk and releases it at its own punctuation. Level 1's releases
+are the outputs; for k >= 2, once level k's punctuation passes a time, the
+outputs of levels k - 1 and k up to it are both final, and their difference
+(as multisets of sink, event time and payload) leaves as level k's
+corrections: a `-` for what level k - 1 released and level k does not hold,
+a `+` for what level k adds. Outputs replayed with the corrections of the
+levels up to k are then the outputs of a run with the single latency Dk.
+
+A record is a changelog record with its level, `{"op", "ts", "payload",
+"cause", "level"}`. Its `cause` names a late event of level k's own (on
+time at Dk, late at Dk-1): in the optimistic mode, the first whose arrival
+touched that output in level k's computation (retracted it, or made it
+anew), so that a window's result names the first late event that fell
+into it; otherwise (an output made only after its late event had gone by,
+such as a running total's later values, or any output of the buffered
+mode, which applies events only as its buffers release them) the latest
+to arrive at or before the output's time.
+"""
+from __future__ import annotations
+
+import heapq
+from array import array
+from bisect import bisect_right
+from collections import Counter, deque
+
+from flamespark.core.codec import unpack
+from flamespark.runtime.changes import ADD, RETRACT
+from flamespark.runtime.metrics import percentiles
+
+
+class _Touches:
+    """Level k's notes of the late event that first touched each output, `(sink, meta) -> cause`, per event
+    time, forgotten as the level's punctuation passes."""
+
+    def __init__(self):
+        self.by_ts = {}
+        self._times = []  # a heap of the event times in `by_ts`
+
+    def note(self, sink, meta, cause):
+        ts = meta[0]
+        notes = self.by_ts.get(ts)
+        if notes is None:
+            notes = self.by_ts[ts] = {}
+            heapq.heappush(self._times, ts)
+        notes.setdefault((sink, meta), cause)
+
+    def cause(self, sink, meta):
+        notes = self.by_ts.get(meta[0])
+        return None if notes is None else notes.get((sink, meta))
+
+    def forget(self, time):
+        """Drop the notes at or below `time`."""
+        times = self._times
+        while times and times[0] <= time:
+            del self.by_ts[heapq.heappop(times)]
+
+
+class _Latest:
+    """Level k's late events so far, to tell the latest to arrive at or before a time.
+
+    Of two events, the one that arrived first and is later in time can never
+    be the answer, so the events kept grow in time as in arrival order; and
+    of those at or below the level's punctuation only the last can still be.
+    """
+
+    def __init__(self):
+        self._times = []
+        self._causes = []
+
+    def add(self, cause):
+        times = self._times
+        while times and times[-1] >= cause[1]:
+            times.pop()
+            self._causes.pop()
+        times.append(cause[1])
+        self._causes.append(cause)
+
+    def at_or_before(self, ts):
+        index = bisect_right(self._times, ts) - 1
+        return self._causes[index] if index >= 0 else None
+
+    def forget(self, time):
+        """Keep, of the events at or below `time`, only the last."""
+        index = bisect_right(self._times, time) - 1
+        if index > 0:
+            del self._times[:index], self._causes[:index]
+
+
+class Corrections:
+    """The corrections of a run with `levels` reorder latencies over `sinks`.
+
+    The engine tells it which event it applies (`applying`), hands each
+    level k >= 2's sink arrivals to `note(k)` (for their causes) and every
+    level's releases to `released`, level after level.
+    """
+
+    def __init__(self, sinks, levels: int):
+        self.records = {sink: [] for sink in sinks}
+        self.levels = levels
+        self._pending = [deque() for _ in range(levels - 1)]  # level k's releases that level k + 1 compares with
+        self._touches = [_Touches() for _ in range(levels)]
+        self._latest = [_Latest() for _ in range(levels)]
+        self._current = (None, 0)  # the event being applied and its level
+        self.latencies_ms = [array("d") for _ in range(levels)]
+
+    def applying(self, cause, level: int):
+        """The engine applies the event `cause` (a `runtime.changes.Cause`, None between events) of `level`."""
+        self._current = (cause, level)
+        if level > 1:
+            self._latest[level - 1].add(cause)
+
+    def note(self, level: int):
+        """The function that notes an item or tombstone reaching `sink` in `level` (k >= 2)."""
+        touches = self._touches[level - 1]
+
+        def noted(sink, item):
+            cause, applying = self._current
+            if applying == level:
+                touches.note(sink, item.meta, cause)
+
+        return noted
+
+    def released(self, level: int, time, items: list, now: float):
+        """`level` released `items` (in meta order) at its punctuation `time`, at `now` on the engine's clock.
+        Level 1's outputs wait for level 2; a later level's are compared with the level before it."""
+        if level < self.levels:
+            self._pending[level - 1].extend(items)
+        if level == 1:
+            return
+        earlier = self._pending[level - 2]
+        before = []
+        while earlier and earlier[0].meta[0] <= time:
+            before.append(earlier.popleft())
+        self._compare(level, before, items, now)
+        self._touches[level - 1].forget(time)
+        self._latest[level - 1].forget(time)
+
+    def _compare(self, level: int, before: list, after: list, now: float):
+        unmatched = Counter((item.sink, item.meta[0], item.data) for item in before)
+        added = []
+        for item in after:
+            key = (item.sink, item.meta[0], item.data)
+            if unmatched[key] > 0:
+                unmatched[key] -= 1
+            else:
+                added.append(item)
+        removed = []
+        for item in reversed(before):  # the latest copies of equal outputs are the unmatched ones
+            key = (item.sink, item.meta[0], item.data)
+            if unmatched[key] > 0:
+                unmatched[key] -= 1
+                removed.append(item)
+        changes = [(item.meta, 0, RETRACT, item) for item in removed] + [(item.meta, 1, ADD, item) for item in added]
+        changes.sort(key=_order)
+        touches, latest, latencies = self._touches[level - 1], self._latest[level - 1], self.latencies_ms[level - 1]
+        for _, _, op, item in changes:
+            cause = touches.cause(item.sink, item.meta) or latest.at_or_before(item.meta[0])
+            payload = unpack(item.data) if item.payload is None else item.payload
+            self.records[item.sink].append({
+                "op": op, "ts": item.meta[0], "payload": payload, "level": level,
+                "cause": None if cause is None else {"source": cause[0], "ts": cause[1], "position": cause[2]},
+            })
+            latencies.append((now - item.arrival) * 1000.0)
+
+    def summary(self, latencies, events: list) -> list:
+        """Per level, its latency (ms), the events first applied at it (`events`), how many corrections it
+        made and the percentiles of their latencies (level 1: of the outputs', `latencies`)."""
+        counts = Counter(record["level"] for records in self.records.values() for record in records)
+        return [{"level": level, "events": events[level - 1], "corrections": counts.get(level, 0),
+                 "latency_ms": percentiles(latencies if level == 1 else self.latencies_ms[level - 1])}
+                for level in range(1, self.levels + 1)]
+
+
+def _order(change):
+    return change[0], change[1]

@@ -17,6 +17,7 @@ import json
 import time
 from collections import deque
 from dataclasses import dataclass
+from heapq import heappop, heappush
 from urllib.parse import parse_qs, urlsplit
 
 from flamespark.core.errors import BrokerError, InputError
@@ -29,6 +30,8 @@ CONNECT_TIMEOUT_S = 10.0
 STALL_TIMEOUT_S = 30.0
 # How many records a read holds back at most, to let the earliest of its partitions' records go first.
 MERGE_LIMIT = 100_000
+# How many records a read takes from the client at once.
+CONSUME_BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -179,26 +182,50 @@ def topic_events(source: str, url: str):
             if ends[p] == 0:
                 yield (source, p), None
         reading = {p for p in partitions if ends[p] > 0}
-        arrivals = _arrivals(source, topic, consumer, ends, reading)
-        waiting = {p: deque() for p in reading}
-        held = 0
-        while waiting:
-            while reading and held < MERGE_LIMIT and any(not waiting[p] for p in reading):
-                p, event = next(arrivals)
-                if event is None:
-                    reading.discard(p)
-                else:
-                    waiting[p].append(event)
-                    held += 1
-            for p in [p for p in waiting if not waiting[p] and p not in reading]:
-                del waiting[p]
-                yield (source, p), None
-            if waiting:
-                p = min((p for p in waiting if waiting[p]), key=lambda p: waiting[p][0][0])
-                held -= 1
-                yield (source, p), waiting[p].popleft()
+        for p, event in _earliest_first(_arrivals(source, topic, consumer, ends, reading), reading):
+            yield (source, p), event
     finally:
         consumer.close()
+
+
+def _earliest_first(arrivals, reading: set):
+    """`(partition, event)` of `arrivals` (see `_arrivals`), the earliest waiting event first once every partition
+    of `reading` still read has one waiting (or MERGE_LIMIT wait); `(partition, None)` once a partition's
+    events are all out."""
+    reading = set(reading)
+    waiting = {p: deque() for p in reading}
+    heads = []  # `(ts, partition)` of the first event waiting of each partition that has one
+    empty = len(reading)  # partitions still read with no event waiting
+    held = 0
+    while waiting:
+        while empty and held < MERGE_LIMIT:
+            p, event = next(arrivals)
+            queue = waiting[p]
+            if event is None:
+                reading.discard(p)
+                if not queue:
+                    empty -= 1
+                    del waiting[p]
+                    yield p, None
+                continue
+            if not queue:
+                heappush(heads, (event[0], p))
+                empty -= 1
+            queue.append(event)
+            held += 1
+        if not heads:
+            continue
+        _, p = heappop(heads)
+        queue = waiting[p]
+        held -= 1
+        yield p, queue.popleft()
+        if queue:
+            heappush(heads, (queue[0][0], p))
+        elif p in reading:
+            empty += 1
+        else:
+            del waiting[p]
+            yield p, None
 
 
 def _arrivals(source: str, topic: KafkaTopic, consumer, ends: dict, reading: set):
@@ -210,24 +237,25 @@ def _arrivals(source: str, topic: KafkaTopic, consumer, ends: dict, reading: set
     consumer.assign([TopicPartition(topic.topic, p, 0) for p in sorted(reading)])
     heard = time.monotonic()
     while reading:
-        message = consumer.poll(0.5)
-        if message is None:
+        messages = consumer.consume(CONSUME_BATCH, 0.5)  # many a call: a call per record costs more than a record
+        if not messages:
             if time.monotonic() - heard > STALL_TIMEOUT_S:
                 raise BrokerError(f"input {source!r}: Kafka broker {topic.servers} sent no record of topic "
                                   f"{topic.topic!r} for {STALL_TIMEOUT_S:.0f} s, while records remain to read")
             continue
         heard = time.monotonic()
-        p, offset, error = message.partition(), message.offset(), message.error()
-        if error is not None and error.code() != KafkaError._PARTITION_EOF:
-            if error.code() > 0:  # the broker's answer about this partition, not the client's failure
-                raise InputError(f"{where(source, topic.topic, p, offset)}: {error.str()}")
-            raise unreachable(topic.servers, error)
-        if p not in reading:
-            continue
-        if error is None and offset < ends[p]:
-            yield p, record_event(source, topic, message)
-        # A transaction's commit marker may take the last offset before the end: a partition ends at its end
-        # offset or, short of it, where the broker says it has nothing more.
-        if error is not None or offset + 1 >= ends[p]:
-            reading.discard(p)
-            yield p, None
+        for message in messages:
+            p, offset, error = message.partition(), message.offset(), message.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                if error.code() > 0:  # the broker's answer about this partition, not the client's failure
+                    raise InputError(f"{where(source, topic.topic, p, offset)}: {error.str()}")
+                raise unreachable(topic.servers, error)
+            if p not in reading:
+                continue
+            if error is None and offset < ends[p]:
+                yield p, record_event(source, topic, message)
+            # A transaction's commit marker may take the last offset before the end: a partition ends at its end
+            # offset or, short of it, where the broker says it has nothing more.
+            if error is not None or offset + 1 >= ends[p]:
+                reading.discard(p)
+                yield p, None

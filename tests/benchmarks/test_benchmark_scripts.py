@@ -19,7 +19,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("script, option", [
     ("core", "--overload-rate DOCS_PER_S"), ("sorters", "--frequencies F1,F2,..."),
-    ("overhead", "--baseline {key,shard}"), ("state", "--warmup-batches B"),
+    ("overhead", "--baseline {key,shard}"), ("state", "--warmup-batches B"), ("kafka_vs_files", "{index,count}"),
 ])
 def test_a_script_runs_from_any_directory_without_pythonpath_and_has_help(script, option, tmp_path):
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}

@@ -104,6 +104,78 @@ def test_a_run_whose_broker_stops_mid_run_fails_and_once_rerun_sends_every_outpu
     assert values(committed_records(kafka_broker, sink)) == reference_run(running_sum, {"readings": events})["totals"]
 
 
+# --- a quiet partition and the idle timeout ---------------------------------------------------------
+
+
+def sensor_readings(sensor: str, times) -> list:
+    return [{"ts": ts, "sensor": sensor, "value": ts % 7} for ts in times]
+
+
+def released_files(directory: Path) -> list:
+    """The outputs a run wrote batch by batch to `directory`, in batch order."""
+    if not directory.is_dir():
+        return []
+    return [json.loads(line) for path in sorted(directory.iterdir()) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("idle_timeout", [None, 2.0])
+def test_a_quiet_partition_holds_its_topic_back_until_the_idle_timeout_passes_it(kafka_broker, spark, tmp_path,
+                                                                               idle_timeout):
+    topic = kafka_broker.new_topic("quiet", 2)
+    active, quiet = sensor_readings("s0", range(0, 201, 10)), sensor_readings("s1", range(0, 51, 5))
+    produce(kafka_broker, topic, [active, quiet])
+    out, checkpoint, outcome = tmp_path / "out", tmp_path / "ck", {}
+
+    def follow():
+        outcome["result"] = fs.run(running_sum, {"readings": kafka_broker.url(topic)}, engine="spark", spark=spark,
+                                   shards=2, reorder_latency=LATENCY, follow=True, idle_timeout=idle_timeout,
+                                   output=out, checkpoint=checkpoint, timeout=TIMEOUT)
+
+    def until_read(count: int):
+        """Until the batches that read the topic's first `count` records are done (their releases written)."""
+        deadline = time.monotonic() + TIMEOUT
+        while sum(entry["numInputRows"] for query in spark.streams.active for entry in query.recentProgress) < count:
+            assert runner.is_alive(), f"the run ended before it read {count} records"
+            assert time.monotonic() < deadline, f"timed out waiting for the run to read {count} records"
+            time.sleep(0.1)
+
+    def in_order(events, up_to):
+        totals = reference_run(running_sum, {"readings": [(e["ts"], e) for e in events]})["totals"]
+        return [total for total in totals if total["ts"] <= up_to]
+
+    runner = threading.Thread(target=follow)
+    runner.start()
+    try:
+        # The quiet partition's newest reading (50) holds the active one's back.
+        read = active + quiet
+        until_read(len(read))
+        assert released_files(out / "totals") == in_order(read, 50 - LATENCY - 1)
+        # Past the idle timeout, the active partition alone goes on.
+        time.sleep(2.5)
+        more = sensor_readings("s0", range(210, 301, 10))
+        produce(kafka_broker, topic, [more, []])
+        read += more
+        until_read(len(read))
+        if idle_timeout is None:
+            assert released_files(out / "totals") == in_order(read, 50 - LATENCY - 1)
+        else:
+            assert released_files(out / "totals") == in_order(read, 300 - LATENCY - 1)
+            # The quiet partition comes back: a reading behind the punctuation it was given is late.
+            back = sensor_readings("s1", [100, 298])
+            produce(kafka_broker, topic, [[], back])
+            until_read(len(read) + len(back))
+            read += back[1:]
+    finally:
+        for running in spark.streams.active:
+            running.stop()
+        runner.join()
+    result = outcome["result"]
+    late = [] if idle_timeout is None else sensor_readings("s1", [100])
+    assert [dead["payload"] for dead in result.late] == late
+    up_to = 50 - LATENCY - 1 if idle_timeout is None else 300 - LATENCY - 1
+    assert released_files(out / "totals") == result.outputs["totals"] == in_order(read, up_to)
+
+
 # --- the driver killed twice during one Kafka-to-Kafka run ------------------------------------------
 
 

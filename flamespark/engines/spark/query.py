@@ -155,9 +155,10 @@ def _fingerprint(prepared: dict) -> dict:
     return {source: described[how[0]](how) for source, how in prepared.items()}
 
 
-def _ingest_partitions(prepared: dict, partitions: int, mode: str) -> dict:
+def _ingest_partitions(prepared: dict, partitions: int, mode: str, laned: dict) -> dict:
     """How many ingest partitions take each source: `partitions` for a replayed one, one for a directory, and
-    one per Kafka partition for a topic (in the buffered baseline, one for all).
+    one per Kafka partition for a topic (in the buffered baseline, one for all; and one for a topic read in
+    lanes, `laned`).
 
     A directory source stays in one partition: its rows come from files read
     in parallel, with no position across files to spread them by that a
@@ -165,7 +166,16 @@ def _ingest_partitions(prepared: dict, partitions: int, mode: str) -> dict:
     """
     counts = {"replay": lambda how: partitions, "files": lambda how: 1,
               "kafka": lambda how: how[2] if mode == "optimistic" else 1}
-    return {source: counts[how[0]](how) for source, how in prepared.items()}
+    return {source: 1 if source in laned else counts[how[0]](how) for source, how in prepared.items()}
+
+
+def _laned_topics(prepared: dict, idle_timeout) -> dict:
+    """`{source: number of Kafka partitions}` of the topics whose partitions are ingested together, as lanes of
+    their own (see IngestProcessor): all of them in a run with an idle timeout, so that a quiet partition stops
+    holding its topic back, none otherwise."""
+    if idle_timeout is None:
+        return {}
+    return {source: how[2] for source, how in prepared.items() if how[0] == "kafka"}
 
 
 def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, replay_ingest=None, follow=False):
@@ -187,7 +197,8 @@ def source_streams(spark, prepared: dict, topology, rate=None, max_rows=None, re
             continue
         if how[0] == "kafka":
             _, url, count = how
-            # Each Kafka partition under its ingest partition's key; in the baseline, all under the one key.
+            # Each Kafka partition under its ingest partition's key; in the baseline, or read in lanes, all under
+            # the one key.
             streams[source] = kafka_stream(spark, source, url, keys if len(keys) == count else keys[:1] * count,
                                            follow, max_rows)
             raw.append(source)
@@ -209,15 +220,16 @@ def _union(streams):
 
 
 def build_query(streams: dict, raw: list, topology, reorder_latency, late, expected=None, idle_timeout=None,
-                changes=False):
+                changes=False, lanes=None):
     """Each source's rows -> ingest (for the sources in `raw`) -> stages (each holding the barrier for the sink
     items it makes, the last also for those from the sources) -> released rows, in either mode.
 
-    With `changes`, the stages holding the barrier also emit each batch's changelog rows.
+    With `changes`, the stages holding the barrier also emit each batch's changelog rows. Ingest takes the
+    Kafka partitions of the topics of `lanes` as lanes (see IngestProcessor).
     """
     def ingest(stream, sources):
         # Raw rows carry their ingest partition's key (topology.ingest_keys) in `shard`: one group per partition.
-        processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes)
+        processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes, lanes)
         return _process(stream, processor, "shard")
 
     last = topology.barrier_stage
@@ -315,7 +327,8 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         partitions = (ingest_partitions or shards) if mode == "optimistic" else 1
         claim(workdir, "shards.json", {"shards": shards, "ingest_partitions": partitions}, started=resuming)
         register_noted()
-        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode))
+        laned = _laned_topics(prepared, idle_timeout)
+        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode, laned))
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
@@ -323,7 +336,8 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         per_input = rate / len(prepared) if rate else None
         streams, expected, raw = source_streams(spark, prepared, topology, per_input, max_rows_per_batch, replay_ingest,
                                                 follow)
-        stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes)
+        stream = build_query(streams, raw, topology, reorder_latency, late, expected, idle_timeout, options.changes,
+                             laned)
         writers = open_writers(sink_topics, kafka_writer_id(workdir), options.changes) if sink_topics else {}
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=options.shows_progress,

@@ -7,6 +7,7 @@ a run with an idle timeout, which judges by the batches' clock) go through
 `IngestProcessor`, a keyed operator that keeps its Punctuations in
 Spark's state store. Both run `ingest_events` on a batch.
 """
+import itertools
 import time
 
 from flamespark.core.codec import pack, unpack
@@ -19,29 +20,43 @@ from flamespark.runtime.punctuations import Punctuations
 
 
 def ingest_events(punctuations, events, topology, partition: int, sources: list, changes: bool,
-                  behind: bool = False) -> list:
+                  behind: bool = False, lanes: dict | None = None) -> list:
     """The rows one ingest partition makes of a batch's `(kind, source, ts, payload bytes, arrival, seq)`
     events, in arrival order: item bundles, then punctuations that rose, when the batch is `behind` its input
     (in the optimistic mode) rows that tell every shard so (see `held_back`), dead letters and each source's
     counts in this batch (a metric row, naming the partition, that says whether the batch was behind).
 
     An event's position in its source is its `seq` when the source is spread
-    over partitions, else counted by `punctuations`; with `changes`, each item
-    carries its event as the changelog's cause.
+    over partitions or read in lanes, else counted by `punctuations`; with
+    `changes`, each item carries its event as the changelog's cause.
+    `lanes[source]`, for a Kafka topic whose partitions this partition takes
+    together, names the lanes `punctuations` knows for the topic's
+    partitions: an event's partition is its `seq` modulo their number (see
+    kafka_source), and the topic's punctuation is its lowest lane's.
     """
-    before = {source: punctuations.counts(source) for source in sources}
+    lanes = lanes or {}
+    before = {source: _counts(punctuations, source, lanes.get(source)) for source in sources}
     outbox = Outbox()
     for kind, source, ts, payload, arrival, seq in events:
+        parts = lanes.get(source)
+        lane = source if parts is None else parts[seq % len(parts)]
         if kind == END:
-            punctuations.end(source)
+            punctuations.end(lane)
             continue
-        position = seq if topology.partitions[source] > 1 else None
-        item = punctuations.admit(source, ts, unpack(payload), arrival, position)
+        position = seq if parts is not None or topology.partitions[source] > 1 else None
+        item = punctuations.admit(lane, ts, unpack(payload), arrival, position)
         if item is not None:
             cause = pack_cause(Cause.of(item)) if changes else None
             topology.send(outbox, source, item, cause)
     out = outbox.rows()
-    advanced = {(source, partition): time for source, time in punctuations.advance().items()}
+    laned_before = {source: _lowest(punctuations, parts) for source, parts in lanes.items()}
+    # Lanes are not sources (see IngestProcessor): the topics read in lanes are taken by their lowest lane below.
+    advanced = {(source, partition): time for source, time in punctuations.advance().items()
+                if source in topology.partitions}
+    for source, parts in lanes.items():
+        time = _lowest(punctuations, parts)
+        if time > laned_before[source]:
+            advanced[(source, partition)] = time
     out.extend(punctuation_rows(advanced, topology.shard_keys))
     behind = behind and topology.mode == "optimistic"  # the baseline holds every item back anyway
     if behind:
@@ -52,10 +67,22 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
     for source in sources:
         out.extend(control_row(LATE, source, reported, payload=pack(dead))
                    for dead in punctuations.dead_letters if dead["source"] == source)
-        counts = punctuations.counts(source)
+        counts = _counts(punctuations, source, lanes.get(source))
         batch = {key: counts[key] - before[source][key] for key in counts}
         out.append(metric_row("ingest", reported, dict(batch, source=source, partition=partition, behind=behind)))
     return out
+
+
+def _counts(punctuations, source: str, lanes: list | None) -> dict:
+    """The source's counts (`Punctuations.counts`), summed over its `lanes` if it is read in lanes."""
+    if lanes is None:
+        return punctuations.counts(source)
+    each = [punctuations.counts(lane) for lane in lanes]
+    return {key: sum(counts[key] for counts in each) for key in each[0]}
+
+
+def _lowest(punctuations, lanes: list):
+    return min(punctuations.punctuation(lane) for lane in lanes)
 
 
 def _batch_time_ms(timerValues) -> int:
@@ -80,10 +107,19 @@ class IngestProcessor(BlobProcessor):
     source that has delivered nothing to the partition for that long, by the
     micro-batches' times, stops holding the others back there. Each
     punctuation advances after the batch, and is passed on only when it rose.
+
+    The Kafka topics of `lanes` (`{source: number of Kafka partitions}`) come
+    in one ingest partition, their Kafka partitions as lanes of their own
+    (`Punctuations`): each judges lateness by its own records and idles on
+    its own, so that a quiet Kafka partition stops holding its topic back
+    after the idle timeout. That takes one group seeing them all: a group of
+    its own per Kafka partition would hear nothing of a quiet one, and know
+    nothing of the punctuations an idle one must be raised to. Lanes are
+    named by numbers, which no source (a string) takes.
     """
 
     def __init__(self, topology, sources: list, reorder_latency: int, late: str, expected: dict | None = None,
-                 idle_timeout: float | None = None, changes: bool = False):
+                 idle_timeout: float | None = None, changes: bool = False, lanes: dict | None = None):
         self.topology = topology
         self.sources = sources
         self.reorder_latency = reorder_latency
@@ -91,6 +127,8 @@ class IngestProcessor(BlobProcessor):
         self.expected = expected or {}
         self.idle_timeout = idle_timeout
         self.changes = changes
+        numbers = itertools.count()
+        self.lanes = {source: [next(numbers) for _ in range(count)] for source, count in (lanes or {}).items()}
         self.stage_name = INGEST_STAGE
 
     def metric_shard(self, key) -> int:
@@ -102,15 +140,16 @@ class IngestProcessor(BlobProcessor):
         partition = self.topology.ingest_keys.index(key[0])
         now = _batch_time_ms(timerValues)
         sources = [source for source in self.sources if partition < self.topology.partitions[source]]
+        lanes = {source: self.lanes[source] for source in sources if source in self.lanes}
         punctuations = Punctuations(sources, self.reorder_latency, self.late, self.expected, self.idle_timeout,
-                                  clock_ms=lambda: now)
+                                  clock_ms=lambda: now, lanes=lanes)
         snapshot = self.load(None)
         if snapshot is not None:
             punctuations.restore(snapshot)
         # In arrival order: a directory's rows by file (in `meta`, see files.py), then line; others by `seq`.
         batch = concat(rows).sort_values(["meta", "seq"], kind="stable")
         events = zip(*(batch[column].tolist() for column in ("kind", "target", "ts", "payload", "arrival", "seq")))
-        out = ingest_events(punctuations, events, self.topology, partition, sources, self.changes)
+        out = ingest_events(punctuations, events, self.topology, partition, sources, self.changes, lanes=lanes)
         self.save(punctuations.snapshot())
         yield frame(out)
 

@@ -75,7 +75,8 @@ class StageProcessor(KeyedStage):
     A batch that is behind its input (it carries `BEHIND` rows) applies only
     the items its punctuation has made final and holds the others back
     (`held_back.HeldBack`); one that is not applies everything on arrival,
-    what was held back included. Every stage but the last passes the note on.
+    and what was held back a part at a time. Every stage but the last passes
+    the note on.
 
     The shard's value holds only what is small (horizons, the barrier's
     counters and index, the index of what is held back); buckets and held

@@ -80,7 +80,8 @@ class Punctuations:
     in its source, and `expected` counts that part's events.
 
     A source read in parts of its own within one progress (a Kafka topic's
-    partitions, on the local engine) is given as `lanes[source]`, a list of
+    partitions, on the local engine, and on Spark with an idle timeout) is
+    given as `lanes[source]`, a list of
     hashable lane names: the progress then knows its lanes in its source's
     place, events are admitted and ended by lane, each lane judges lateness
     by its own events and idles on its own, and the source holds back the

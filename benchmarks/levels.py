@@ -138,7 +138,7 @@ def bench(seconds: int, keys: int, seed: int, latencies: tuple, rate: float, say
 def table(report: dict) -> str:
     """The report as a markdown table: a row per run and level."""
     rows = ["| run | level | completeness | latency p50 | latency p99 | corrections | peak memory | peak items "
-            "| events/s |", "|---|---|---|---|---|---|---|---|---|"]
+            "| events applied/s |", "|---|---|---|---|---|---|---|---|---|"]
     for name, run in report["runs"].items():
         once = [name, f"{run['peak_mb']:.0f} MB", str(run["peak_items"]), f"{run['events_per_s']:,.0f}"]
         for number, level in enumerate(run["levels"], 1):

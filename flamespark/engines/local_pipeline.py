@@ -35,7 +35,8 @@ class Pipeline:
         # Per boundary operator, in topological order: how it takes items, finishes, punctuates, and whether it
         # punctuates at +inf (a keyed operator would only forget state the run is about to drop whole).
         self._operators = [
-            (op.take, op.flush, op.punctuate, self.states[name], self.deliver[name], self.waiting[name], name in buffers)
+            (op.take, op.flush, op.punctuate, self.states[name], self.deliver[name], self.waiting[name],
+             name in buffers)
             for name, op in plan.operators.items() if op.boundary
         ]
 

@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--seconds", type=positive_int, default=75, help="seconds of events, one a millisecond")
     parser.add_argument("--keys", type=positive_int, default=100, help="distinct keys")
-    parser.add_argument("--latencies", type=reorder_latencies, default=(1000, 60000), metavar="MS,MS",
+    parser.add_argument("--latencies", type=reorder_latencies, default="1000,60000", metavar="MS,MS",
                         help="the reorder latencies, increasing")
     parser.add_argument("--rate", type=positive_float, default=1000.0, help="events offered a second")
     parser.add_argument("--seed", type=non_negative_int, default=1)

@@ -246,7 +246,8 @@ class LocalRun:
         else:
             source, level = route
             self.applied_by_level[level - 1] += 1
-            corrections.applying(Cause.of(item), level)
+            # Only a later level's own late events can be a correction's cause.
+            corrections.applying(Cause.of(item) if level > 1 else None, level)
             for pipeline in self.pipelines[level - 1:]:
                 pipeline.apply(source, item)
             corrections.applying(None, 0)

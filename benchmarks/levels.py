@@ -1,7 +1,8 @@
-"""Several reorder latencies against one each: the Impatience paper's Table II, on the local engine.
+"""Several reorder latencies against one each: the Impatience paper's Table II, on either engine.
 
     PYTHONPATH=$PWD python benchmarks/levels.py                       # 75 s of events, six paced runs
     PYTHONPATH=$PWD python benchmarks/levels.py --seconds 10 --latencies 200,2000 --out levels.json
+    PYTHONPATH=$PWD python benchmarks/levels.py --engine spark --rate 2000 --out levels-spark.json
 
 The input: one event a millisecond for `--seconds`, each of one of `--keys`
 keys drawn at random, and the query counts each key's events per 1 s
@@ -9,7 +10,9 @@ tumbling window. The disorder has a heavy tail: 30 % of the events are
 delayed by |N(0, 1 s)| and 2 % by a uniform 5 to 60 s.
 
 Each run is paced at `--rate` events/s (by default one event time second a
-second), in a process of its own, in both modes:
+second), in a process of its own, in both modes (on Spark, `local[2]`, the
+optimistic mode only: the buffered baseline with several latencies runs on
+the local engine):
 
 - `min latency`: the first latency alone (the paper's MinLatency);
 - `max latency`: the last latency alone (MaxLatency);
@@ -19,8 +22,10 @@ Per run: each level's completeness (the share of the input's events that
 its window counts hold: the outputs, with the corrections up to the level),
 its latency (p50 and p99, from the arrival of the event that completed a
 result to its release: the outputs', then each level's corrections'), the
-peak resident memory above what the process held before the run, the most
-items held at once, and the events applied a second. The report checks
+peak resident memory above what the process held before the run (local
+engine: Spark's state lives in its JVM and Python workers), the most items
+held at once, and the events applied a second (on Spark, from the second
+micro-batch on: whether the run kept up with its rate). The report checks
 that the levelled run's outputs equal the first latency's run and, with
 all corrections, the last latency's (as multisets).
 """
@@ -88,18 +93,22 @@ def replayed(outputs: list, corrections: list) -> Counter:
     return +live
 
 
-def one_run(seconds: int, keys: int, seed: int, latencies, mode: str, rate: float) -> dict:
+def one_run(seconds: int, keys: int, seed: int, latencies, mode: str, rate: float, engine: str = "local") -> dict:
     """A paced run in this process: make the input (untimed), then run the query over it."""
     import flamespark as fs
 
     pairs = heavy_tailed(events(seconds * 1000, keys, seed), seed)
+    on_spark = {"master": "local[2]"} if engine == "spark" else {}
     reset_peak()
     before_mb = memory_mb("VmRSS")
     started = time.perf_counter()
-    result = fs.run(count_graph(1000), {SOURCE: pairs}, mode=mode, reorder_latency=latencies, rate=rate,
-                    progress=False)
+    result = fs.run(count_graph(1000), {SOURCE: pairs}, engine=engine, mode=mode, reorder_latency=latencies,
+                    rate=rate, progress=False, **on_spark)
     wall_s = time.perf_counter() - started
     metrics = result.metrics
+    applied_per_s = metrics["events"] / wall_s
+    if engine == "spark":
+        applied_per_s = metrics["engine"]["after_first_batch"]["events_per_s"]
     levels = metrics["levels"] or [{"reorder_latency": latencies, "latency_ms": metrics["latency_ms"]}]
     outputs, corrections = result.outputs[SINK], result.corrections.get(SINK, [])
     return {
@@ -109,28 +118,29 @@ def one_run(seconds: int, keys: int, seed: int, latencies, mode: str, rate: floa
                     "latency_p50_ms": level["latency_ms"]["p50"], "latency_p99_ms": level["latency_ms"]["p99"],
                     "corrections": level.get("corrections", 0)}
                    for number, level in enumerate(levels, 1)],
-        "late": len(result.late), "peak_mb": memory_mb() - before_mb, "peak_items": metrics["peak_buffered"],
-        "wall_s": wall_s, "events_per_s": metrics["events"] / wall_s,
+        "late": len(result.late), "peak_mb": None if on_spark else memory_mb() - before_mb,
+        "peak_items": metrics["peak_buffered"], "wall_s": wall_s, "events_per_s": applied_per_s,
         "outputs": [pack(output) for output in outputs], "final": list(replayed(outputs, corrections).elements()),
     }
 
 
-def bench(seconds: int, keys: int, seed: int, latencies: tuple, rate: float, say=print) -> dict:
+def bench(seconds: int, keys: int, seed: int, latencies: tuple, rate: float, say=print, engine="local") -> dict:
     """Every run of the module's docstring; the report."""
     runs = {}
-    for mode in MODES:
+    modes = MODES if engine == "local" else MODES[:1]
+    for mode in modes:
         for name, asked in (("min latency", latencies[0]), ("max latency", latencies[-1]), ("levels", latencies)):
-            say(f"levels: {mode}, {name} {asked} ms, {seconds} s of events at {rate:g}/s ...")
-            runs[f"{mode}: {name}"] = in_child(one_run, seconds, keys, seed, asked, mode, rate)
+            say(f"levels: {engine}, {mode}, {name} {asked} ms, {seconds} s of events at {rate:g}/s ...")
+            runs[f"{mode}: {name}"] = in_child(one_run, seconds, keys, seed, asked, mode, rate, engine)
     equal = {}
-    for mode in MODES:
+    for mode in modes:
         levelled, first, last = (runs[f"{mode}: {name}"] for name in ("levels", "min latency", "max latency"))
         equal[mode] = {"outputs_equal_min_latency": levelled["outputs"] == first["outputs"],
                        "final_equal_max_latency": Counter(levelled["final"]) == Counter(last["outputs"])}
     for run in runs.values():
         del run["outputs"], run["final"]
     return {"setup": {"seconds": seconds, "events": seconds * 1000, "keys": keys, "window_ms": 1000, "seed": seed,
-                      "latencies_ms": list(latencies), "rate": rate,
+                      "latencies_ms": list(latencies), "rate": rate, "engine": engine,
                       "disorder": "30 % by |N(0, 1 s)|, 2 % by U(5 s, 60 s)"},
             "machine": machine(), "runs": runs, "equal": equal}
 
@@ -140,7 +150,8 @@ def table(report: dict) -> str:
     rows = ["| run | level | completeness | latency p50 | latency p99 | corrections | peak memory | peak items "
             "| events applied/s |", "|---|---|---|---|---|---|---|---|---|"]
     for name, run in report["runs"].items():
-        once = [name, f"{run['peak_mb']:.0f} MB", str(run["peak_items"]), f"{run['events_per_s']:,.0f}"]
+        memory = "-" if run["peak_mb"] is None else f"{run['peak_mb']:.0f} MB"
+        once = [name, memory, str(run["peak_items"]), f"{run['events_per_s']:,.0f}"]
         for number, level in enumerate(run["levels"], 1):
             run_name, memory, items, speed = once if number == 1 else [""] * 4
             corrections = str(level["corrections"]) if number > 1 else ""
@@ -164,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the reorder latencies, increasing")
     parser.add_argument("--rate", type=positive_float, default=1000.0, help="events offered a second")
     parser.add_argument("--seed", type=non_negative_int, default=1)
+    parser.add_argument("--engine", choices=("local", "spark"), default="local",
+                        help="the engine (spark: local[2], optimistic mode)")
     parser.add_argument("--out", type=Path, default=Path("levels.json"), help="the JSON report")
     return parser
 
@@ -173,7 +186,7 @@ def command(args) -> int:
         print("levels.py: error: --latencies takes at least two latencies", file=sys.stderr)
         return 2
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    report = bench(args.seconds, args.keys, args.seed, args.latencies, args.rate, say)
+    report = bench(args.seconds, args.keys, args.seed, args.latencies, args.rate, say, args.engine)
     print(table(report))
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     say(f"levels: report in {args.out}")

@@ -18,7 +18,7 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     JSONL or Parquet files (see flamespark.io.inputs). Events may arrive up to
     `reorder_latency` ms behind the newest event of their source; later ones
     are late and handled by `late` ("drop", "adjust" or "fail"). With several
-    increasing latencies, `reorder_latency=(D1, ..., Dn)` (local engine), the
+    increasing latencies, `reorder_latency=(D1, ..., Dn)`, the
     outputs are those of D1 and `Result.corrections` holds what each later
     latency changes among them (see flamespark.runtime.corrections). The local
     engine issues a punctuation every `punctuate_every` events. `mode` is

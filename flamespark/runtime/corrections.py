@@ -105,12 +105,17 @@ class Corrections:
         self._latest = [_Latest() for _ in range(levels)]
         self._current = (None, 0)  # the event being applied and its level
         self.latencies_ms = [array("d") for _ in range(levels)]
+        self.made = None  # a list, if given, to which every correction is added as made: [sink, record, latency]
 
     def applying(self, cause, level: int):
         """The engine applies the event `cause` (a `runtime.changes.Cause`, None between events) of `level`."""
         self._current = (cause, level)
         if level > 1:
-            self._latest[level - 1].add(cause)
+            self.arrived(cause, level)
+
+    def arrived(self, cause, level: int):
+        """A late event `cause` of `level` (k >= 2) arrived: a cause for the outputs at or after its time."""
+        self._latest[level - 1].add(cause)
 
     def note(self, level: int):
         """The function that notes an item or tombstone reaching `sink` in `level` (k >= 2)."""
@@ -159,19 +164,28 @@ class Corrections:
         for _, _, op, item in changes:
             cause = touches.cause(item.sink, item.meta) or latest.at_or_before(item.meta[0])
             payload = unpack(item.data) if item.payload is None else item.payload
-            self.records[item.sink].append({
+            record = {
                 "op": op, "ts": item.meta[0], "payload": payload, "level": level,
                 "cause": None if cause is None else {"source": cause[0], "ts": cause[1], "position": cause[2]},
-            })
-            latencies.append((now - item.arrival) * 1000.0)
+            }
+            latency = (now - item.arrival) * 1000.0
+            self.records[item.sink].append(record)
+            latencies.append(latency)
+            if self.made is not None:
+                self.made.append([item.sink, record, latency])
 
     def summary(self, latencies, events: list) -> list:
-        """Per level, its latency (ms), the events first applied at it (`events`), how many corrections it
-        made and the percentiles of their latencies (level 1: of the outputs', `latencies`)."""
-        counts = Counter(record["level"] for records in self.records.values() for record in records)
-        return [{"level": level, "events": events[level - 1], "corrections": counts.get(level, 0),
-                 "latency_ms": percentiles(latencies if level == 1 else self.latencies_ms[level - 1])}
-                for level in range(1, self.levels + 1)]
+        """`summary` of this run's corrections; `latencies` are the outputs'."""
+        return summary(self.records, [latencies, *self.latencies_ms[1:]], events)
+
+
+def summary(records: dict, latencies_ms: list, events: list) -> list:
+    """Per level, the events first applied at it (`events`), how many corrections of `records` it made and
+    the percentiles of `latencies_ms` at it (ms; level 1's are the outputs')."""
+    counts = Counter(record["level"] for records_of_sink in records.values() for record in records_of_sink)
+    return [{"level": level, "events": events[level - 1], "corrections": counts.get(level, 0),
+             "latency_ms": percentiles(latencies_ms[level - 1])}
+            for level in range(1, len(events) + 1)]
 
 
 def _order(change):

@@ -11,6 +11,7 @@ import msgpack
 
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
+from flamespark.engines.spark.batch_corrections import BatchCorrections, records_and_summary
 from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.processors.blob import HANDLER
 from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_tuples, unpack_cause
@@ -32,13 +33,21 @@ class BatchCollector:
     The sinks of `kafka_writers` (`{sink: io.kafka_sink.KafkaSinkWriter}`)
     go to their Kafka topics instead, batch by batch, exactly once, whether
     or not there is an `output`.
+
+    With several reorder latencies (`levels`, a `spark.levels.Levels`), the
+    first level's releases are the batch's outputs, and its changelog the
+    first level's; the batch file keeps what the corrections need
+    (`batch_corrections`), and the batch's corrections go to
+    `output/<sink>.corrections/batch-<id>.jsonl`.
     """
 
     def __init__(self, directory, sinks, progress: bool = False, output=None, output_format="jsonl",
-                 kafka_writers: dict | None = None):
+                 kafka_writers: dict | None = None, levels=None):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.sinks = sinks
+        self.levels = levels
+        self.corrections = None if levels is None else BatchCorrections(levels, self.parts)
         self.kafka_writers = kafka_writers or {}
         self.progress = progress
         self.output = None if output is None else Path(output)
@@ -55,14 +64,22 @@ class BatchCollector:
         # A batch is one step of the changelog: its additions, then its retractions, each in meta order.
         changes = _records(rows, CHANGE)
         changes.sort(key=itemgetter(3, 1, 2))
+        metrics = [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC]
+        levelled = None
+        if self.corrections is not None:
+            levelled = self.corrections.step(batch_id, outputs, _payloads(metrics, "ingest"),
+                                             _payloads(metrics, "barrier"), released_at)
+            outputs, changes = self._first_level(outputs), self._first_level(changes)
         part = {
             "batch": batch_id,
             "released_at": released_at,
             "outputs": [[sink, data, arrival] for sink, _, data, _, arrival, _ in outputs],
             "changes": changes,  # records as bundled: [sink, meta, data, tombstone, arrival, cause]
             "late": [r.payload for r in rows if r.kind == LATE],
-            "metrics": [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC],
+            "metrics": metrics,
         }
+        if levelled is not None:
+            part["levelled"] = levelled
         if self.kafka_writers:
             self._write_kafka(batch_id, outputs, part)
         if self.output is not None:
@@ -70,6 +87,11 @@ class BatchCollector:
         write_atomic(self.directory / f"batch-{batch_id:08d}.msgpack", msgpack.packb(part))
         if self.progress:
             self._show(part)
+
+    def _first_level(self, records: list) -> list:
+        """The bundled records of the first level's sinks, under their user's sink names."""
+        levels = self.levels
+        return [(levels.sink_of(sink), *rest) for sink, *rest in records if levels.level_of(sink) == 1]
 
     def _write_kafka(self, batch_id: int, outputs: list, part):
         """Each Kafka sink's outputs of the batch, with their event times, and its changelog records, in one
@@ -93,12 +115,17 @@ class BatchCollector:
         for sink, changes in records(batch_changes(part), self.sinks).items():
             if changes:
                 write_values(self.output / f"{sink}.changes" / name, changes, "jsonl")
+        if "levelled" in part:
+            for sink in self.sinks:
+                corrections = [record for target, record, _ in part["levelled"]["corrections"] if target == sink]
+                if corrections:
+                    write_values(self.output / f"{sink}.corrections" / name, corrections, "jsonl")
 
     def _show(self, part):
         """One status line, rewritten in place, from the batches' counters (they survive restarts)."""
         self.latest.update(_latest_metrics([part]))
         self.events += _ingest_counts([part])["events"]
-        released = sum(m["released"] for m in self.latest.values())
+        released = sum(m["released"] for m in self.latest.values() if m["level"] == 1)
         held = sum(m["held"] for m in self.latest.values())
         sys.stderr.write(
             f"\rbatch {part['batch']}: {self.events} event(s) in, {released} released, up to {held} held at the barrier   "
@@ -110,14 +137,20 @@ class BatchCollector:
 
 
 def _latest_metrics(parts) -> dict:
-    """The last metric row of every part of the barrier, by stage and shard; their counters are cumulative."""
+    """The last metric row of every part of the barrier, by stage, shard and level; their counters are
+    cumulative."""
     latest = {}
     for part in parts:
         for kind, shard, payload in part["metrics"]:
             if kind == "barrier":
                 values = msgpack.unpackb(payload)
-                latest[(values["stage"], shard)] = values
+                latest[(values["stage"], shard, values["level"])] = values
     return latest
+
+
+def _payloads(metrics: list, kind: str) -> list:
+    """The decoded payloads of a batch's metric rows of `kind`."""
+    return [msgpack.unpackb(payload) for target, _, payload in metrics if target == kind]
 
 
 def _ingest_counts(parts) -> dict:
@@ -313,12 +346,14 @@ def _rows(frame) -> list:
     return [_Row._make(values) for values in zip(*(table.column(name).to_pylist() for name in COLUMNS))]
 
 
-def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_names=()) -> Result:
+def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_names=(), levels=None) -> Result:
     """The run's Result from its batch files; metrics["engine"] has the micro-batches, their durations (of this
     run's batches), where their time went (`batch_time`, per stage in `stage_names`), each batch of this run
     (`timeline`) and the release delays.
 
-    With `changes`, it has the changelog too, each change stamped with when its batch ended.
+    With `changes`, it has the changelog too, each change stamped with when its batch ended; with several
+    reorder latencies (`levels`), the corrections and metrics["levels"]. The barrier's counters are the
+    first level's, what it held every level's.
     """
     outputs = {sink: [] for sink in sinks}
     latencies = []
@@ -327,7 +362,7 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
             outputs[sink].append(unpack(data))
             latencies.append((part["released_at"] - arrival) * 1000.0)
     late = [unpack(payload) for part in parts for payload in part["late"]]
-    barrier = list(_latest_metrics(parts).values())
+    barrier = [values for values in _latest_metrics(parts).values() if values["level"] == 1]
     ingest = _ingest_counts(parts)
     held_per_batch = [_held(part) for part in parts]
     handlers = _handler_times(parts)
@@ -362,6 +397,8 @@ def assemble(parts, sinks, progress, wall_s, paced=False, changes=False, stage_n
         },
     )
     result = Result(outputs, late, metrics, latencies)
+    if levels is not None:
+        result.corrections, metrics["levels"] = records_and_summary(parts, levels, latencies)
     if changes:
         changelog = Changelog(sinks)
         for part in parts:

@@ -23,6 +23,7 @@ from flamespark.engines.spark.processors import (
 from flamespark.engines.spark.files import file_stream
 from flamespark.engines.spark.interrupt import interrupt_flag
 from flamespark.engines.spark.kafka_source import kafka_stream
+from flamespark.engines.spark.levels import Levels
 from flamespark.engines.spark.replay import ReplaySource, ingesting_source, write_replay_file
 from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
@@ -328,7 +329,8 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         claim(workdir, "shards.json", {"shards": shards, "ingest_partitions": partitions}, started=resuming)
         register_noted()
         laned = _laned_topics(prepared, idle_timeout)
-        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode, laned))
+        levels = Levels(options.latencies, graph.sinks) if len(options.latencies) > 1 else None
+        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode, laned), levels)
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
@@ -341,7 +343,8 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         writers = open_writers(sink_topics, kafka_writer_id(workdir), options.changes) if sink_topics else {}
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=options.shows_progress,
-                                   output=output, output_format=output_format, kafka_writers=writers)
+                                   output=output, output_format=output_format, kafka_writers=writers,
+                                   levels=levels)
         started = time.perf_counter()
         writer = stream.writeStream.foreachBatch(collector)
         writer = writer.trigger(processingTime="0 seconds") if follow else writer.trigger(availableNow=True)
@@ -357,7 +360,7 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
-                        changes=options.changes, stage_names=topology.stage_names(raw))
+                        changes=options.changes, stage_names=topology.stage_names(raw), levels=levels)
     finally:
         close_writers(writers)
         if not checkpoint:

@@ -1,5 +1,6 @@
 """How a physical plan splits into Spark stages, and which stage and shard each item goes to next."""
 from flamespark.core.errors import UserFunctionError
+from flamespark.engines.spark.levels import Levels
 from flamespark.engines.spark.partitioning import spread_keys
 from flamespark.engines.spark.rows import ITEMS, pack_meta, shard_of
 from flamespark.runtime.plan import build_plan
@@ -30,18 +31,25 @@ class Topology:
     Stage 0 runs one group per ingest partition, keyed by `ingest_keys`:
     `partitions[source]` (1 if not given) of them take a source's events,
     spread by position.
+    With several reorder latencies (`levels`), the plan is that of
+    `levels.copied(graph)`: a copy of the graph per level, side by side in
+    the same stages (see spark.levels); `origins[source]` names a source's
+    copy per level.
     """
 
-    def __init__(self, graph, mode: str, shards: int, partitions: dict | None = None):
-        self.plan = build_plan(graph, mode)
+    def __init__(self, graph, mode: str, shards: int, partitions: dict | None = None, levels: Levels | None = None):
+        self.levels = levels or Levels((0,), graph.sinks)
+        self.plan = build_plan(self.levels.copied(graph), mode)
         self.route = self.plan.router()
         self.mode = mode
         self.sources = graph.sources
+        self.origins = {source: [self.levels.copy(source, level) for level in self.levels.levels]
+                        for source in self.sources}
         self.shards = shards
         self.partitions = {source: (partitions or {}).get(source, 1) for source in self.sources}
         self.shard_keys = spread_keys(shards, shards)
         self.ingest_keys = spread_keys(max(self.partitions.values(), default=1), shards)
-        self.stage_of = {source: 0 for source in self.sources}
+        self.stage_of = {origin: 0 for origins in self.origins.values() for origin in origins}
         parents = {}
         for name, targets in self.plan.downstream.items():
             for target in targets:
@@ -114,6 +122,12 @@ class Topology:
         if isinstance(operator, BufferSort):
             return self.plan.operators[self.plan.downstream[name][0]]
         return operator
+
+    def send_event(self, outbox, source: str, level: int, item, cause: bytes | None = None):
+        """Put into `outbox` everything the event `item` of `source` reaches, in the copies of the levels from
+        its first on-time `level` on (one copy, the graph itself, with one level)."""
+        for origin in self.origins[source][level - 1:]:
+            self.send(outbox, origin, item, cause)
 
     def send(self, outbox, origin: str, item, cause: bytes | None = None):
         """Put into `outbox` everything `item` reaches from `origin` through stateless operators, with `cause`."""

@@ -26,7 +26,8 @@ from flamespark.engines.spark.processors.stage import StageProcessor
 
 # The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
 STATE_LAYOUT = (f"one map state per group, its value under key v; buckets: {BUCKET_LAYOUT}; held and buffered "
-                f"chunks under prefixes h and u, held back under w; buffers: {BUFFER_LAYOUT}; ingest: positions, counts per batch; "
-                f"the barrier in every stage that makes sink items")
+                f"chunks under prefixes h and u, held back under w; buffers: {BUFFER_LAYOUT}; ingest: positions, "
+                f"counts per batch; the barrier in every stage that makes sink items, a part per reorder latency "
+                f"(held under h, h2, ...)")
 
 __all__ = ["STATE_LAYOUT", "BufferedStageProcessor", "IngestProcessor", "ReplayIngest", "StageProcessor"]

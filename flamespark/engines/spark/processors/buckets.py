@@ -127,9 +127,10 @@ class StageState:
         self._entries.read(keys)
         return keys
 
-    def punctuate(self, time):
+    def punctuate(self, time_of):
+        """Hand each operator its punctuation, `time_of(operator name)`."""
         for name, operator in self.operators.items():
-            operator.punctuate(time, self.states[name])
+            operator.punctuate(time_of(name), self.states[name])
 
     def save(self):
         for state in self.states.values():

@@ -121,7 +121,7 @@ class BufferedStageProcessor(KeyedStage):
         barrier = stored.barrier if self.holds_barrier else None
         apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
         add_changes(outbox, key[0], changes)
-        stage.punctuate(final)
+        stage.punctuate(lambda name: final)
         stage.save()
         out = outbox.rows()
         if self.holds_barrier:

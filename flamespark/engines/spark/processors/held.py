@@ -89,11 +89,12 @@ class StoredBarrier:
         times = [time for time in (self.barrier.earliest(), self.held.earliest()) if time is not None]
         return min(times, default=None)
 
-    def release(self, stage: int, shard: int, time) -> list:
-        """Rows for what the barrier (the part of stage `stage`) releases at `time`, and its metric row."""
+    def release(self, stage: int, shard: int, time, level: int = 1) -> list:
+        """Rows for what the barrier (the part of stage `stage` and `level`) releases at `time`, and its metric
+        row."""
         if time > self.barrier.horizon:
             self.barrier.state.hold(self.held.take(time))
-        return release(stage, shard, self.barrier, time, stored=len(self.held))
+        return release(stage, shard, self.barrier, time, stored=len(self.held), level=level)
 
     def save(self) -> list:
         state = self.barrier.state
@@ -101,3 +102,45 @@ class StoredBarrier:
         self.held.add(held)
         state.held.clear()
         return [[horizon, arrived, tombstones, released], self.held.index]
+
+
+class StoredBarriers:
+    """One shard's barrier in a stage for one batch: a `StoredBarrier` per level (see spark.levels), each under
+    a prefix of its own in `held_chunks` (level 1's under `prefix` itself).
+
+    `pusher` takes the batch's pushes, each into its sink's level (the one
+    barrier, with one level); `release` releases every level at its own
+    punctuation; `save` returns the value to keep, one `StoredBarrier`'s
+    per level.
+    """
+
+    def __init__(self, store: PipelinedMap, prefix: bytes, saved, levels):
+        saved = saved or [None] * levels.count
+        self.parts = [StoredBarrier(chunk_map(store, prefix if level == 1 else prefix + str(level).encode()), part)
+                      for level, part in zip(levels.levels, saved)]
+        if levels.count == 1:
+            self.pusher = self.parts[0].barrier
+        else:
+            self.pusher = _ByLevel({sink: self.parts[level - 1].barrier for sink, level in levels.sink_levels.items()})
+
+    def earliest(self):
+        """The smallest event time held at any level, or None."""
+        return min((time for time in map(StoredBarrier.earliest, self.parts) if time is not None), default=None)
+
+    def release(self, stage: int, shard: int, times: tuple) -> list:
+        """Rows for what every level releases at its time of `times`, and their metric rows."""
+        return [row for level, (part, time) in enumerate(zip(self.parts, times), 1)
+                for row in part.release(stage, shard, time, level)]
+
+    def save(self) -> list:
+        return [part.save() for part in self.parts]
+
+
+class _ByLevel:
+    """Hands each sink's items to the barrier of its level."""
+
+    def __init__(self, barriers: dict):
+        self._barriers = barriers
+
+    def push(self, sink: str, item):
+        self._barriers[sink].push(sink, item)

@@ -33,10 +33,20 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
     together, names the lanes `punctuations` knows for the topic's
     partitions: an event's partition is its `seq` modulo their number (see
     kafka_source), and the topic's punctuation is its lowest lane's.
+    With several reorder latencies (`topology.levels`), an event goes to
+    the copies of the graph of its first on-time level and the later ones,
+    and each source's metric row also counts its events by first level
+    (`by_level`) and names the later levels' events (`late`, as
+    `[level, source, ts, position]`), which the corrections' causes come
+    from.
     """
     lanes = lanes or {}
     before = {source: _counts(punctuations, source, lanes.get(source)) for source in sources}
     outbox = Outbox()
+    levels = topology.levels.count
+    # With several levels, each source's events by first on-time level, and its later levels' events.
+    levelled = {source: {"by_level": [0] * levels, "late": []} for source in sources}
+    level = 1
     for kind, source, ts, payload, arrival, seq in events:
         parts = lanes.get(source)
         lane = source if parts is None else parts[seq % len(parts)]
@@ -44,10 +54,16 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
             punctuations.end(lane)
             continue
         position = seq if parts is not None or topology.partitions[source] > 1 else None
+        if levels > 1:
+            level = min(punctuations.level(lane, ts), levels)  # an adjusted event: of the last level
         item = punctuations.admit(lane, ts, unpack(payload), arrival, position)
         if item is not None:
             cause = pack_cause(Cause.of(item)) if changes else None
-            topology.send(outbox, source, item, cause)
+            topology.send_event(outbox, source, level, item, cause)
+            if levels > 1:
+                levelled[source]["by_level"][level - 1] += 1
+                if level > 1:
+                    levelled[source]["late"].append([level, *Cause.of(item)])
     out = outbox.rows()
     laned_before = {source: _lowest(punctuations, parts) for source, parts in lanes.items()}
     # Lanes are not sources (see IngestProcessor): the topics read in lanes are taken by their lowest lane below.
@@ -69,7 +85,10 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
                    for dead in punctuations.dead_letters if dead["source"] == source)
         counts = _counts(punctuations, source, lanes.get(source))
         batch = {key: counts[key] - before[source][key] for key in counts}
-        out.append(metric_row("ingest", reported, dict(batch, source=source, partition=partition, behind=behind)))
+        batch.update(source=source, partition=partition, behind=behind)
+        if levels > 1:
+            batch.update(levelled[source])
+        out.append(metric_row("ingest", reported, batch))
     return out
 
 

@@ -93,16 +93,16 @@ def split_rows(batch, stage: int):
     return batch[for_me], batch[~for_me & ~batch["kind"].isin((PUNCT, BEHIND))]
 
 
-def release(stage: int, shard: int, barrier: Barrier, time_now, stored: int = 0) -> list:
-    """Rows for what `barrier`, the part of stage `stage` and shard `shard`, releases at `time_now` (one bundle),
-    and its metric row; `stored` items are held out of it."""
+def release(stage: int, shard: int, barrier: Barrier, time_now, stored: int = 0, level: int = 1) -> list:
+    """Rows for what `barrier`, the part of stage `stage`, shard `shard` and `level`, releases at `time_now` (one
+    bundle), and its metric row; `stored` items are held out of it."""
     held = len(barrier) + stored
     outbox = Outbox()
     for item in barrier.punctuate(time_now):
         outbox.add(OUT, 0, shard, item.sink, item)
     out = outbox.rows()
     out.append(metric_row("barrier", shard, {
-        "stage": stage, "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
+        "stage": stage, "level": level, "arrived": barrier.arrived, "tombstones": barrier.tombstones, "released": barrier.released,
         "held": held, "horizon": encode_time(barrier.horizon), "at": time.time(),
     }))
     return out

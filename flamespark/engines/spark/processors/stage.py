@@ -10,7 +10,7 @@ from flamespark.engines.spark.processors.blob import (
     punctuation_rows,
 )
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
-from flamespark.engines.spark.processors.held import StoredBarrier, chunk_map
+from flamespark.engines.spark.processors.held import StoredBarriers, chunk_map
 from flamespark.engines.spark.processors.held_back import HeldBack
 from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
@@ -67,7 +67,9 @@ class StageProcessor(KeyedStage):
     that come from the sources: every sink item and its tombstones come from
     one key of one operator, or carry one meta, so they meet in one stage and
     shard, and the barrier needs no shuffle of its own. Every part releases
-    at the stage's punctuation, which is the same in every stage of a batch.
+    at the stage's punctuation, which is the same in every stage of a batch;
+    with several reorder latencies, each level's operators and part of the
+    barrier take it shifted to their level (`spark.levels`).
     With `changes`, a stage holding a part also emits the batch's changelog
     rows of its items (one step a batch). Every stage but the last passes
     the punctuations on.
@@ -88,7 +90,6 @@ class StageProcessor(KeyedStage):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
         self.buckets = bucket_map(self.store)
-        self.held = chunk_map(self.store, HELD_PREFIX) if self.holds_barrier else None
         self.held_back = chunk_map(self.store, HELD_BACK_PREFIX)
 
     @handler
@@ -103,8 +104,9 @@ class StageProcessor(KeyedStage):
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         behind = bool((batch["kind"] == BEHIND).any())
         stage = StageState(self.operators, self.buckets)
-        stored = StoredBarrier(self.held, state["barrier"]) if self.holds_barrier else None
-        barrier = stored.barrier if self.holds_barrier else None
+        levels = self.topology.levels
+        stored = StoredBarriers(self.store, HELD_PREFIX, state["barrier"], levels) if self.holds_barrier else None
+        barrier = stored.pusher if self.holds_barrier else None
         changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()
         items = []
@@ -115,7 +117,9 @@ class StageProcessor(KeyedStage):
             else:  # the barrier holds it until its punctuation in any case
                 push(barrier, changes, self.topology.plan.sinks[target], item, cause)
         held_back = HeldBack(self.held_back, state["held_back"])
-        ready = held_back.sort_out(items, behind, horizons.time)
+        times = levels.times(horizons.time)
+        # Final for the first level, whose punctuation is the highest: the later levels take them as they come.
+        ready = held_back.sort_out(items, behind, times[0])
         applied = [(self.operators[target], item, cause) for target, item, cause in ready]
         apply_in_meta_order(self.topology, self.stage, applied, stage, outbox, barrier, changes)
         add_changes(outbox, shard, changes)
@@ -125,11 +129,11 @@ class StageProcessor(KeyedStage):
                 "stage": self.stage, "behind": behind, "held_back": held_back.held_back, "waiting": len(held_back),
             }))
         state["held_back"] = held_back.index
-        stage.punctuate(horizons.time)
+        stage.punctuate(lambda name: times[levels.level_of(name) - 1])
         stage.save()
         state["horizons"] = horizons.dump()
         if self.holds_barrier:
-            out.extend(stored.release(self.stage, shard, horizons.time))
+            out.extend(stored.release(self.stage, shard, times))
             state["barrier"] = stored.save()
         if not self.last and shard == 0:
             if advanced:

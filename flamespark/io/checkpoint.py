@@ -31,6 +31,7 @@ def claim(checkpoint: Path, record: str, what: dict, started: bool):
     claim on a checkpoint nothing has started from is simply rewritten.
     """
     path = Path(checkpoint) / record
+    what = json.loads(json.dumps(what))  # as it reads back: a tuple (several reorder latencies) is a list
     if started and path.is_file():
         previous = json.loads(path.read_text())
         changed = [_change(key, previous.get(key), what[key]) for key in what if previous.get(key) != what[key]]

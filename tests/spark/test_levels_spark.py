@@ -8,14 +8,19 @@ the in-order interpreter. In one ingest partition both engines judge every
 event alike.
 """
 import json
+import math
 import random
 from collections import Counter
+from pathlib import Path
+
+import msgpack
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
 from flamespark.core.codec import pack
+from flamespark.engines.spark.rows import decode_time
 from tests import graphs
 from tests.engine.test_levels import level_of, replayed
 from tests.engine.test_windows import payload, reference_windows, window_graph
@@ -54,7 +59,7 @@ def test_every_level_agrees_with_the_local_engine_and_the_last_with_the_in_order
     result = run_spark(graph, arrival, spark, reorder_latency=LATENCIES, max_rows_per_batch=9, ingest_partitions=1)
     local = fs.run(graph, arrival, reorder_latency=LATENCIES)
     assert result.outputs == local.outputs
-    assert result.late == local.late
+    assert sorted(map(pack, result.late)) == sorted(map(pack, local.late))  # the sources' in another order
     assert [level["events"] for level in result.metrics["levels"]] == \
         [level["events"] for level in local.metrics["levels"]]
     for sink, records in result.corrections.items():
@@ -99,6 +104,15 @@ def test_corrections_leave_batch_by_batch_and_a_replayed_batch_corrects_alike(sp
     records = [json.loads(line) for path in written for line in path.read_text().splitlines()]
     assert records == result.corrections["sums"] != []
     assert {record["level"] for record in records} == {2}
+
+    # Each level released at its own punctuation, 36 ms apart, and each batch's corrections are those its second
+    # level's punctuation passed.
+    passed = -math.inf
+    for part in map(msgpack.unpackb, map(Path.read_bytes, sorted((tmp_path / "checkpoint" / "parts").glob("*")))):
+        first_level, second_level = map(decode_time, part["levelled"]["times"])
+        assert first_level == second_level + 36 or first_level == second_level == math.inf, part["batch"]
+        assert all(passed < record["ts"] <= second_level for _, record, _ in part["levelled"]["corrections"])
+        passed = second_level
 
     # Run again from before the last batch's commit: its corrections, rebuilt from the batches before it, are
     # the same, and so are the files.

@@ -111,7 +111,8 @@ def stored_run(operator, items, per_batch: int, latency: int, store: DictMap) ->
             newest[item.meta.source] = max(newest[item.meta.source], item.meta.ts)
             for out in operator.process(item, state):
                 survivors[(out.meta, out.data)] += -1 if out.tombstone else 1
-        stage.punctuate(min(newest.values()) - latency)
+        time = min(newest.values()) - latency
+        stage.punctuate(lambda name: time)
         stage.save()
     return +survivors
 

@@ -57,7 +57,7 @@ def run_batches(operator, batches, store: DictMap) -> list:
             if isinstance(step, Item):
                 out += operator.process(step, stage.states[operator.name])
             else:
-                stage.punctuate(step)
+                stage.punctuate(lambda name: step)
         stage.save()
     return [(o.tombstone, o.meta, o.data, o.arrival) for o in out]
 
@@ -130,7 +130,7 @@ def test_operators_keyed_alike_in_one_stage_read_and_write_each_key_once():
     stage = StageState(operators, store)
     for operator in (grouping, total):
         operator.process(item(7, 7), stage.states[operator.name])
-    stage.punctuate(8)
+    stage.punctuate(lambda name: 8)
     stage.save()
     assert store.calls == [("get", pack(1)), ("update", pack(1))]
     assert sorted(msgpack.unpackb(store.rows[(pack(1),)][0], strict_map_key=False)) == [1]

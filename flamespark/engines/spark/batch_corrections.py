@@ -15,6 +15,7 @@ which output.
 """
 import math
 
+from flamespark.core.codec import pack, unpack
 from flamespark.core.items import Item
 from flamespark.engines.spark.rows import decode_time, encode_time
 from flamespark.runtime.changes import Cause
@@ -35,7 +36,8 @@ class BatchCorrections:
     def step(self, batch_id: int, released: list, ingest: list, barrier: list, released_at: float) -> dict:
         """What batch `batch_id` keeps in its batch file for the corrections, its `levelled` entry: each level's
         punctuation (`times`), every level's releases, the events it ingested per first level (`by_level`), the
-        later levels' events among them (`late`), and its `corrections` as `[sink, record, latency in ms]`.
+        later levels' events among them (`late`), and its `corrections` as `[sink, record, latency in ms]`,
+        each record's payload encoded (`stored`: a batch file would turn a tuple into a list).
 
         `released` are its OUT records (sinks of the copies), `ingest` and
         `barrier` its metric payloads of those kinds, decoded."""
@@ -79,7 +81,13 @@ class BatchCorrections:
             items.sort(key=_meta)
             corrections.released(level, time, items, released_at)
         corrections.made = None
-        return made
+        return [[sink, dict(record, payload=pack(record["payload"])), latency] for sink, record, latency in made]
+
+
+def stored(entry: dict) -> list:
+    """The corrections of a batch file's `levelled` entry, as `[sink, record, latency in ms]`, payloads decoded."""
+    return [[sink, dict(record, payload=unpack(record["payload"])), latency]
+            for sink, record, latency in entry["corrections"]]
 
 
 def _meta(item):
@@ -93,7 +101,7 @@ def records_and_summary(parts, levels, output_latencies: list) -> tuple:
     latencies = [output_latencies] + [[] for _ in range(levels.count - 1)]
     events = [0] * levels.count
     for part in parts:
-        for sink, record, latency in part["levelled"]["corrections"]:
+        for sink, record, latency in stored(part["levelled"]):
             records[sink].append(record)
             latencies[record["level"] - 1].append(latency)
         for counts in part["levelled"]["by_level"]:

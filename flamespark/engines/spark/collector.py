@@ -11,7 +11,7 @@ import msgpack
 
 from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
-from flamespark.engines.spark.batch_corrections import BatchCorrections, records_and_summary
+from flamespark.engines.spark.batch_corrections import BatchCorrections, records_and_summary, stored
 from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.processors.blob import HANDLER
 from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_tuples, unpack_cause
@@ -116,10 +116,11 @@ class BatchCollector:
             if changes:
                 write_values(self.output / f"{sink}.changes" / name, changes, "jsonl")
         if "levelled" in part:
+            corrections = stored(part["levelled"])
             for sink in self.sinks:
-                corrections = [record for target, record, _ in part["levelled"]["corrections"] if target == sink]
-                if corrections:
-                    write_values(self.output / f"{sink}.corrections" / name, corrections, "jsonl")
+                of_sink = [record for target, record, _ in corrections if target == sink]
+                if of_sink:
+                    write_values(self.output / f"{sink}.corrections" / name, of_sink, "jsonl")
 
     def _show(self, part):
         """One status line, rewritten in place, from the batches' counters (they survive restarts)."""

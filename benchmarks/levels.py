@@ -10,9 +10,7 @@ tumbling window. The disorder has a heavy tail: 30 % of the events are
 delayed by |N(0, 1 s)| and 2 % by a uniform 5 to 60 s.
 
 Each run is paced at `--rate` events/s (by default one event time second a
-second), in a process of its own, in both modes (on Spark, `local[2]`, the
-optimistic mode only: the buffered baseline with several latencies runs on
-the local engine):
+second), in a process of its own (on Spark, `local[2]`), in both modes:
 
 - `min latency`: the first latency alone (the paper's MinLatency);
 - `max latency`: the last latency alone (MaxLatency);
@@ -127,13 +125,12 @@ def one_run(seconds: int, keys: int, seed: int, latencies, mode: str, rate: floa
 def bench(seconds: int, keys: int, seed: int, latencies: tuple, rate: float, say=print, engine="local") -> dict:
     """Every run of the module's docstring; the report."""
     runs = {}
-    modes = MODES if engine == "local" else MODES[:1]
-    for mode in modes:
+    for mode in MODES:
         for name, asked in (("min latency", latencies[0]), ("max latency", latencies[-1]), ("levels", latencies)):
             say(f"levels: {engine}, {mode}, {name} {asked} ms, {seconds} s of events at {rate:g}/s ...")
             runs[f"{mode}: {name}"] = in_child(one_run, seconds, keys, seed, asked, mode, rate, engine)
     equal = {}
-    for mode in modes:
+    for mode in MODES:
         levelled, first, last = (runs[f"{mode}: {name}"] for name in ("levels", "min latency", "max latency"))
         equal[mode] = {"outputs_equal_min_latency": levelled["outputs"] == first["outputs"],
                        "final_equal_max_latency": Counter(levelled["final"]) == Counter(last["outputs"])}
@@ -176,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=positive_float, default=1000.0, help="events offered a second")
     parser.add_argument("--seed", type=non_negative_int, default=1)
     parser.add_argument("--engine", choices=("local", "spark"), default="local",
-                        help="the engine (spark: local[2], optimistic mode)")
+                        help="the engine (spark: local[2])")
     parser.add_argument("--out", type=Path, default=Path("levels.json"), help="the JSON report")
     return parser
 

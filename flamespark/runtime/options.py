@@ -111,10 +111,6 @@ class RunOptions:
                 raise OptionError("punctuate_every is for unpaced runs: a paced run punctuates after applying "
                                   "whatever has arrived")
             return
-        if len(self.latencies) > 1 and self.mode == "buffered":
-            raise OptionError("several reorder latencies on engine='spark' need mode='optimistic': the buffered "
-                              "baseline follows Spark's watermark, one for the whole query (the local engine runs "
-                              "the baseline with levels)")
         if len(self.latencies) > 1 and self.idle_timeout is not None:
             raise OptionError("idle_timeout takes one reorder latency: an idle source's punctuation is raised to "
                               "the others', which differ from level to level")

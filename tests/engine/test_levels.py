@@ -221,13 +221,9 @@ def test_one_latency_in_a_sequence_is_a_run_without_levels():
     assert result.outputs == {"sums": [2, 1]} and result.corrections == {} and result.metrics["levels"] is None
 
 
-@pytest.mark.parametrize("options, refused", [
-    ({"mode": "buffered"}, "several reorder latencies on engine='spark' need mode='optimistic'"),
-    ({"idle_timeout": 1.0}, "idle_timeout takes one reorder latency"),
-])
-def test_the_spark_engine_refuses_what_it_cannot_run_with_levels_before_it_starts(options, refused):
-    with pytest.raises(fs.OptionError, match=refused):
-        fs.run(graphs.running_sum(), {"numbers": [(1, 1)]}, engine="spark", reorder_latency=(10, 20), **options)
+def test_the_spark_engine_refuses_an_idle_timeout_with_levels_before_it_starts():
+    with pytest.raises(fs.OptionError, match="idle_timeout takes one reorder latency"):
+        fs.run(graphs.running_sum(), {"numbers": [(1, 1)]}, engine="spark", reorder_latency=(10, 20), idle_timeout=1.0)
 
 
 def test_the_drawn_cases_make_corrections_of_every_level_and_late_events():

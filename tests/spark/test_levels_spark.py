@@ -2,10 +2,10 @@
 by the driver batch by batch, exactly once across restarts.
 
 Each drawn disorder runs every graph of tests/graphs.py and a session window
-in one query, compared with the local engine (whose levels tests/engine/
-test_levels.py holds to single-latency runs) and, at the last level, with
-the in-order interpreter. In one ingest partition both engines judge every
-event alike.
+in one query, in either mode, compared with the local engine (whose levels
+tests/engine/test_levels.py holds to single-latency runs) and, at the last
+level, with the in-order interpreter. In one ingest partition both engines
+judge every event alike.
 """
 import json
 import math
@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import msgpack
-
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,9 +43,10 @@ def comparable(records: list) -> Counter:
     return Counter((record["op"], record["ts"], pack(record["payload"]), record["level"]) for record in records)
 
 
+@pytest.mark.parametrize("mode", ["optimistic", "buffered"])
 @settings(max_examples=3, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
-def test_every_level_agrees_with_the_local_engine_and_the_last_with_the_in_order_run(spark, seed):
+def test_every_level_agrees_with_the_local_engine_and_the_last_with_the_in_order_run(spark, mode, seed):
     rnd = random.Random(seed)
     events = in_order_inputs(rnd)
     times = sorted(rnd.randint(0, 50) for _ in range(20))
@@ -56,8 +57,9 @@ def test_every_level_agrees_with_the_local_engine_and_the_last_with_the_in_order
         for _ in range(3):
             given.insert(rnd.randrange(len(given) + 1), given.pop(rnd.randrange(len(given))))
     graph = levelled_graphs()
-    result = run_spark(graph, arrival, spark, reorder_latency=LATENCIES, max_rows_per_batch=9, ingest_partitions=1)
-    local = fs.run(graph, arrival, reorder_latency=LATENCIES)
+    result = run_spark(graph, arrival, spark, mode=mode, reorder_latency=LATENCIES, max_rows_per_batch=9,
+                       ingest_partitions=1)
+    local = fs.run(graph, arrival, mode=mode, reorder_latency=LATENCIES)
     assert result.outputs == local.outputs
     assert sorted(map(pack, result.late)) == sorted(map(pack, local.late))  # the sources' in another order
     assert [level["events"] for level in result.metrics["levels"]] == \

@@ -33,8 +33,10 @@ class Levels:
     >>> levels = Levels((1_000, 60_000), ["out"])
     >>> levels.times(5_000), levels.times(math.inf)
     ((64000, 5000), (inf, inf))
-    >>> levels.copy("out", 2), levels.sink_of("out@2"), levels.level_of("count@2")
+    >>> levels.copy("out", 2), levels.sink_of("out@2"), levels.level_of("count@2/buffer")
     ('out@2', 'out', 2)
+    >>> levels.released_at(3_000, 1)
+    -56000
     """
 
     def __init__(self, latencies: tuple, sinks):
@@ -60,11 +62,16 @@ class Levels:
         """The name of operator, source or sink `name` in the copy of `level` (itself, with one level)."""
         return name if self.count == 1 else copy_name(name, level)
 
+    def released_at(self, time, level: int):
+        """The last level's punctuation at which `level`'s punctuation reaches `time`."""
+        return time - self._shifts[level - 1]
+
     def level_of(self, name: str) -> int:
-        """The level of a copy's operator or sink `name` (1 for a name of a run with one level)."""
+        """The level of a copy's operator or sink `name` (1 for a name of a run with one level). A plan's
+        operator may add `/part` to its node's name (a buffer, a join's side), and a part has no `@`."""
         if self.count == 1:
             return 1
-        return int(name.rsplit("@", 1)[1])
+        return int(name.rsplit("@", 1)[1].split("/", 1)[0])
 
     def sink_of(self, name: str) -> str:
         """The user's sink of a copy's sink `name`."""

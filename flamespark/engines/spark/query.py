@@ -27,12 +27,12 @@ from flamespark.engines.spark.levels import Levels
 from flamespark.engines.spark.replay import ReplaySource, ingesting_source, write_replay_file
 from flamespark.engines.spark.rows import (
     END_OF_TIME_MS,
-    EVENT_TIME_SHIFT_MS,
     INFINITY,
     ITEMS,
     PUNCT,
     ROW_SCHEMA,
     TIMED_SCHEMA,
+    event_time_shift,
 )
 from flamespark.engines.spark.session import LOG_FILE, spark_session
 from flamespark.engines.spark.topology import Topology
@@ -64,19 +64,21 @@ def _process(stream, processor, group_column, timed=False, keep_event_time=False
     )
 
 
-def _watermarked(stream, reorder_latency):
+def _watermarked(stream, latencies: tuple):
     """The baseline's event-time column and Spark watermark (see rows.TIMED_SCHEMA).
 
-    Spark treats a row at or below its watermark as late; a delay of
-    `reorder_latency + 1` ms makes its watermark equal to FlameSpark's
-    punctuation, so both agree on what is late and what is final.
+    Spark treats a row at or below its watermark as late; with a delay of
+    the last reorder latency plus 1 ms, its watermark less the shift is
+    FlameSpark's punctuation (the last level's), so both agree on what is
+    late and what is final.
     """
+    shift = event_time_shift(latencies)
     event_time = (
-        F.when(F.col("kind") == ITEMS, F.timestamp_millis(F.col("ts") + EVENT_TIME_SHIFT_MS))
+        F.when(F.col("kind") == ITEMS, F.timestamp_millis(F.col("ts") + shift))
         .when((F.col("kind") == PUNCT) & (F.col("ts") >= INFINITY), F.timestamp_millis(F.lit(END_OF_TIME_MS)))
         .otherwise(F.lit(None).cast("timestamp"))
     )
-    return stream.withColumn("event_time", event_time).withWatermark("event_time", f"{reorder_latency + 1} milliseconds")
+    return stream.withColumn("event_time", event_time).withWatermark("event_time", f"{latencies[-1] + 1} milliseconds")
 
 
 def _replay_stream(spark, source, path, rate, max_rows, keys, ingest=None):
@@ -236,7 +238,8 @@ def build_query(streams: dict, raw: list, topology, reorder_latency, late, expec
     last = topology.barrier_stage
     if topology.mode == "buffered":
         # As a Spark user writes it: a watermark per input, so that Spark's watermark is their minimum.
-        stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, reorder_latency)
+        latencies = topology.levels.latencies
+        stream = _union(_watermarked(ingest(rows, [source]) if source in raw else rows, latencies)
                         for source, rows in streams.items())
         for stage in range(1, last + 1):
             processor = BufferedStageProcessor(topology, stage, changes=changes)
@@ -329,8 +332,9 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         claim(workdir, "shards.json", {"shards": shards, "ingest_partitions": partitions}, started=resuming)
         register_noted()
         laned = _laned_topics(prepared, idle_timeout)
-        levels = Levels(options.latencies, graph.sinks) if len(options.latencies) > 1 else None
+        levels = Levels(options.latencies, graph.sinks)
         topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode, laned), levels)
+        levelled = levels if levels.count > 1 else None
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (
             lambda source: ReplayIngest(topology, source, reorder_latency, late, options.changes))
@@ -344,7 +348,7 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         collector = BatchCollector(workdir / "parts", graph.sinks,
                                    progress=options.shows_progress,
                                    output=output, output_format=output_format, kafka_writers=writers,
-                                   levels=levels)
+                                   levels=levelled)
         started = time.perf_counter()
         writer = stream.writeStream.foreachBatch(collector)
         writer = writer.trigger(processingTime="0 seconds") if follow else writer.trigger(availableNow=True)
@@ -360,7 +364,7 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
                 sys.stderr.write("\n")
         wall_s = time.perf_counter() - started
         return assemble(collector.parts(), graph.sinks, query.recentProgress, wall_s, paced=bool(rate),
-                        changes=options.changes, stage_names=topology.stage_names(raw), levels=levels)
+                        changes=options.changes, stage_names=topology.stage_names(raw), levels=levelled)
     finally:
         close_writers(writers)
         if not checkpoint:

@@ -23,13 +23,22 @@ EVENT, END, ITEMS, PUNCT, OUT, LATE, METRIC, CHANGE = "event", "end", "items", "
 BEHIND = "behind"
 
 # The buffered baseline adds a TIMESTAMP column for Spark's watermark: an item's event time
-# plus 1 ms (Spark's watermark starts at the epoch and counts rows at or below it as late,
-# which would drop events at ts 0), the far future for the punctuation that ends an input
-# (so the watermark passes everything), and null for every other row (null neither moves
-# the watermark nor counts as late). So `watermark - 1` is a time in `ts` units.
+# plus a shift (`shift`, below: the last reorder latency plus 1 ms), the far future for the
+# punctuation that ends an input (so the watermark passes everything), and null for every
+# other row (null neither moves the watermark nor counts as late). Spark's watermark starts at
+# the epoch, never goes below it, and counts rows at or below it as late: with the shift, it is
+# the newest event time seen, at or above the epoch for event times from 0 on, so that it is
+# never held at the epoch while a level's punctuation rises (see spark.levels), and no event at
+# ts 0 is late. `watermark - shift` is then the last level's punctuation in `ts` units.
 TIMED_SCHEMA = ROW_SCHEMA + ", event_time TIMESTAMP"
 END_OF_TIME_MS = 9 * 10**12
-EVENT_TIME_SHIFT_MS = 1
+
+
+def event_time_shift(latencies: tuple) -> int:
+    """What the buffered baseline adds to an item's event time for Spark's watermark, given the reorder
+    latencies (see TIMED_SCHEMA)."""
+    return latencies[-1] + 1
+
 
 # Event times are LONG columns: +-2**62 stand for +-infinity.
 INFINITY = 2**62
@@ -134,13 +143,13 @@ def concat(frames) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else frame([])
 
 
-def with_event_time(rows: pd.DataFrame, released_at=None) -> pd.DataFrame:
+def with_event_time(rows: pd.DataFrame, shift: int, released_at=None) -> pd.DataFrame:
     """`rows` with the `event_time` column of TIMED_SCHEMA, computed from kind and ts.
 
     Spark refuses rows a stateful operator emits at or below the previous
     watermark, so items released at watermark `released_at` carry that time.
     """
     kind, ts = rows["kind"].to_numpy(), rows["ts"].to_numpy(dtype="float64")
-    item_time = ts + EVENT_TIME_SHIFT_MS if released_at is None else np.maximum(ts + EVENT_TIME_SHIFT_MS, released_at)
+    item_time = ts + shift if released_at is None else np.maximum(ts + shift, released_at)
     millis = np.where(kind == ITEMS, item_time, np.where((kind == PUNCT) & (ts >= INFINITY), END_OF_TIME_MS, np.nan))
     return rows[COLUMNS].assign(event_time=pd.to_datetime(millis, unit="ms"))

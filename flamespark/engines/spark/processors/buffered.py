@@ -4,17 +4,17 @@ from flamespark.core.codec import unpack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, handler
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
-from flamespark.engines.spark.processors.held import StoredBarrier, TimedRecords, chunk_map
+from flamespark.engines.spark.processors.held import StoredBarriers, TimedRecords, earliest_due, level_chunks
 from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
-    EVENT_TIME_SHIFT_MS,
     PUNCT,
     Outbox,
     bundle_records,
     concat,
     control_row,
     frame,
+    event_time_shift,
     with_event_time,
 )
 from flamespark.runtime.changes import BatchChanges
@@ -23,9 +23,10 @@ from operators import BufferSort
 LAYOUT = "entries [target, ts, meta as an array, data, arrival, tombstone]"
 
 
-def keep_one_timer(handle, state: dict, earliest):
-    """Keep one event-time timer, at `earliest` (none if None); `state["timer"]` is the one registered."""
-    timer = None if earliest is None else earliest + EVENT_TIME_SHIFT_MS
+def keep_one_timer(handle, state: dict, earliest, shift: int):
+    """Keep one event-time timer, at `earliest` (none if None) in `ts` units, which is `shift` below Spark's (see
+    rows.TIMED_SCHEMA); `state["timer"]` is the one registered."""
+    timer = None if earliest is None else earliest + shift
     if timer == state["timer"]:
         return
     if state["timer"] is not None:
@@ -51,6 +52,11 @@ class BufferedStageProcessor(KeyedStage):
     the stage's own timer makes leaves at once. With `changes`, every item
     a part takes is a `+` of the changelog. The stages before the last pass
     punctuation rows on, to every shard of the next stage.
+
+    With several reorder latencies, Spark's watermark follows the last one,
+    and each level's buffers and part of the barrier (kept apart) release at
+    the watermark shifted to their level (`spark.levels`): a level's timer
+    fires when the watermark reaches its earliest time shifted back.
     """
 
     def init(self, handle):
@@ -63,8 +69,9 @@ class BufferedStageProcessor(KeyedStage):
         }
         self.keyed = {op.name: op for op in self.buffers.values()}
         self.buckets = bucket_map(self.store)
-        self.chunks = chunk_map(self.store, BUFFERED_PREFIX)
-        self.held = chunk_map(self.store, HELD_PREFIX) if self.holds_barrier else None
+        self.levels = self.topology.levels
+        self.shift = event_time_shift(self.levels.latencies)
+        self.chunks = [level_chunks(self.store, BUFFERED_PREFIX, level) for level in self.levels.levels]
 
     def output_frame(self, rows: list):
         return self._timed(frame(rows))
@@ -72,7 +79,7 @@ class BufferedStageProcessor(KeyedStage):
     def _timed(self, rows, released_at=None):
         """The frame `rows` as this stage's output: the last stage's go to the sinks as they are, the others' on
         with their event time (see `rows.with_event_time`)."""
-        return rows[COLUMNS] if self.last else with_event_time(rows, released_at)
+        return rows[COLUMNS] if self.last else with_event_time(rows, self.shift, released_at)
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
@@ -83,16 +90,17 @@ class BufferedStageProcessor(KeyedStage):
         if len(passing):
             yield self._timed(passing)
         changes = self._changes()
-        entries = []
+        entries = [[] for _ in self.levels.levels]
         for row in mine.itertuples(index=False):
             for target, meta, data, tombstone, arrival, _ in bundle_records(row.payload):
                 if target in self.buffers:
                     # A window's running value, which its next event retracts, reaches a buffer in this mode too.
-                    entries.append([target, meta.ts, meta, data, arrival, tombstone])
+                    entries[self.levels.level_of(target) - 1].append([target, meta.ts, meta, data, arrival, tombstone])
                 else:
                     item = Item(meta, None, data, tombstone, arrival)
-                    push(stored.barrier, changes, self.topology.plan.sinks[target], item, None)
-        buffered.add(entries)
+                    push(stored.pusher, changes, self.topology.plan.sinks[target], item, None)
+        for level_buffer, level_entries in zip(buffered, entries):
+            level_buffer.add(level_entries)
         self._save(state, buffered, stored)
         outbox = Outbox()
         add_changes(outbox, shard, changes)
@@ -107,25 +115,27 @@ class BufferedStageProcessor(KeyedStage):
     @handler
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         watermark = timerValues.getCurrentWatermarkInMs()
-        final = watermark - EVENT_TIME_SHIFT_MS
+        times = self.levels.times(watermark - self.shift)
         state, buffered, stored = self._load()
         state["timer"] = None
-        taken = buffered.take(final)
-        ready = [entry for entry in taken if entry[1] <= final]
-        buffered.add([entry for entry in taken if entry[1] > final])
+        ready = []
+        for level_buffer, final in zip(buffered, times):
+            taken = level_buffer.take(final)
+            ready += [entry for entry in taken if entry[1] <= final]
+            level_buffer.add([entry for entry in taken if entry[1] > final])
         stage = StageState(self.keyed, self.buckets)
         items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, tombstone, arrival), None)
                  for target, _, meta, data, arrival, tombstone in ready]
         outbox = Outbox()
         changes = self._changes()
-        barrier = stored.barrier if self.holds_barrier else None
+        barrier = stored.pusher if self.holds_barrier else None
         apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
         add_changes(outbox, key[0], changes)
-        stage.punctuate(lambda name: final)
+        stage.punctuate(lambda name: times[self.levels.level_of(name) - 1])
         stage.save()
         out = outbox.rows()
         if self.holds_barrier:
-            out += stored.release(self.stage, key[0], final)
+            out += stored.release(self.stage, key[0], times)
         self._save(state, buffered, stored)
         if out:
             yield self._timed(frame(out), released_at=watermark)
@@ -134,17 +144,21 @@ class BufferedStageProcessor(KeyedStage):
         return BatchChanges() if self.holds_barrier and self.changes else None
 
     def _load(self):
-        """The shard's value, its buffered entries, and its part of the barrier (if the stage holds one)."""
-        state = self.load({"buffered": None, "timer": None, "barrier": None})
-        stored = StoredBarrier(self.held, state["barrier"]) if self.holds_barrier else None
-        return state, TimedRecords(self.chunks, state["buffered"], _entry_time), stored
+        """The shard's value, its buffered entries per level, and its part of the barrier (if the stage holds
+        one)."""
+        state = self.load({"buffered": [None] * self.levels.count, "timer": None, "barrier": None})
+        stored = StoredBarriers(self.store, HELD_PREFIX, state["barrier"], self.levels) if self.holds_barrier else None
+        buffered = [TimedRecords(chunks, index, _entry_time) for chunks, index in zip(self.chunks, state["buffered"])]
+        return state, buffered, stored
 
     def _save(self, state, buffered, stored):
-        """Keep one timer, at the earliest time buffered or held, and save."""
-        held = stored.earliest() if stored is not None else None
-        earliest = [time for time in (buffered.earliest(), held) if time is not None]
-        keep_one_timer(self.handle, state, min(earliest, default=None))
-        state["buffered"] = buffered.index
+        """Keep one timer, at the earliest watermark at which a level has something buffered or held to
+        release, and save."""
+        due = [earliest_due(self.levels, [level_buffer.earliest() for level_buffer in buffered])]
+        if stored is not None:
+            due.append(stored.due())
+        keep_one_timer(self.handle, state, min((time for time in due if time is not None), default=None), self.shift)
+        state["buffered"] = [level_buffer.index for level_buffer in buffered]
         if stored is not None:
             state["barrier"] = stored.save()
         self.save(state)

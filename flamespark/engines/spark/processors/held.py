@@ -22,6 +22,11 @@ def chunk_map(store: PipelinedMap, prefix: bytes) -> PipelinedMap:
     return store.prefixed(prefix, _chunk_key)
 
 
+def level_chunks(store: PipelinedMap, prefix: bytes, level: int) -> PipelinedMap:
+    """`chunk_map` of a level's own (see spark.levels): level 1's under `prefix`, level k's under `prefix` and k."""
+    return chunk_map(store, prefix if level == 1 else prefix + str(level).encode())
+
+
 def _chunk_key(chunk: int) -> bytes:
     return chunk.to_bytes(8, "big")
 
@@ -105,8 +110,8 @@ class StoredBarrier:
 
 
 class StoredBarriers:
-    """One shard's barrier in a stage for one batch: a `StoredBarrier` per level (see spark.levels), each under
-    a prefix of its own in `held_chunks` (level 1's under `prefix` itself).
+    """One shard's barrier in a stage for one batch: a `StoredBarrier` per level (see spark.levels), each in
+    chunks of its own in `store` (`level_chunks` under `prefix`); `saved` is what `save` returned before.
 
     `pusher` takes the batch's pushes, each into its sink's level (the one
     barrier, with one level); `release` releases every level at its own
@@ -116,16 +121,17 @@ class StoredBarriers:
 
     def __init__(self, store: PipelinedMap, prefix: bytes, saved, levels):
         saved = saved or [None] * levels.count
-        self.parts = [StoredBarrier(chunk_map(store, prefix if level == 1 else prefix + str(level).encode()), part)
+        self.levels = levels
+        self.parts = [StoredBarrier(level_chunks(store, prefix, level), part)
                       for level, part in zip(levels.levels, saved)]
         if levels.count == 1:
             self.pusher = self.parts[0].barrier
         else:
             self.pusher = _ByLevel({sink: self.parts[level - 1].barrier for sink, level in levels.sink_levels.items()})
 
-    def earliest(self):
-        """The smallest event time held at any level, or None."""
-        return min((time for time in map(StoredBarrier.earliest, self.parts) if time is not None), default=None)
+    def due(self):
+        """The earliest of the last level's punctuations at which a level has something to release, or None."""
+        return earliest_due(self.levels, [part.earliest() for part in self.parts])
 
     def release(self, stage: int, shard: int, times: tuple) -> list:
         """Rows for what every level releases at its time of `times`, and their metric rows."""
@@ -134,6 +140,13 @@ class StoredBarriers:
 
     def save(self) -> list:
         return [part.save() for part in self.parts]
+
+
+def earliest_due(levels, earliest: list):
+    """The earliest of the last level's punctuations at which a level reaches its earliest time held, of
+    `earliest` (per level, None where it holds nothing); None if no level holds anything."""
+    return min((levels.released_at(time, level) for level, time in zip(levels.levels, earliest) if time is not None),
+               default=None)
 
 
 class _ByLevel:

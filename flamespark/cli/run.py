@@ -52,7 +52,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="where to run (default: spark)")
     parser.add_argument("--reorder-latency", metavar="MS[,MS...]", type=reorder_latencies, default=0,
                         help="how far (ms) an event may arrive behind the newest one of its source (default: 0); "
-                             "several increasing latencies (local engine) release the outputs at the first and "
+                             "several increasing latencies release the outputs at the first and "
                              "correct them at each later one (DIR/<sink>.corrections.jsonl)")
     parser.add_argument("--late", choices=POLICIES, default="drop",
                         help="late events: drop (to the dead letters, DIR/late.jsonl; the default), adjust (to "

@@ -66,8 +66,7 @@ class LoggedStage(StageProcessor):
         self.log = []
         super().init(handle)
         self.buckets = LoggedMap(self.buckets, "buckets", self.log)
-        if self.held is not None:
-            self.held = LoggedMap(self.held, "held", self.log)
+        self.held = [LoggedMap(chunks, "held", self.log) for chunks in self.held]
 
     def handleInputRows(self, key, rows, timerValues):
         batch = concat(rows)

@@ -72,6 +72,7 @@ class BufferedStageProcessor(KeyedStage):
         self.levels = self.topology.levels
         self.shift = event_time_shift(self.levels.latencies)
         self.chunks = [level_chunks(self.store, BUFFERED_PREFIX, level) for level in self.levels.levels]
+        self.held = [level_chunks(self.store, HELD_PREFIX, level) for level in self.levels.levels]
 
     def output_frame(self, rows: list):
         return self._timed(frame(rows))
@@ -147,7 +148,7 @@ class BufferedStageProcessor(KeyedStage):
         """The shard's value, its buffered entries per level, and its part of the barrier (if the stage holds
         one)."""
         state = self.load({"buffered": [None] * self.levels.count, "timer": None, "barrier": None})
-        stored = StoredBarriers(self.store, HELD_PREFIX, state["barrier"], self.levels) if self.holds_barrier else None
+        stored = StoredBarriers(self.held, state["barrier"], self.levels) if self.holds_barrier else None
         buffered = [TimedRecords(chunks, index, _entry_time) for chunks, index in zip(self.chunks, state["buffered"])]
         return state, buffered, stored
 

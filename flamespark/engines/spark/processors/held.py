@@ -111,7 +111,7 @@ class StoredBarrier:
 
 class StoredBarriers:
     """One shard's barrier in a stage for one batch: a `StoredBarrier` per level (see spark.levels), each in
-    chunks of its own in `store` (`level_chunks` under `prefix`); `saved` is what `save` returned before.
+    its map of chunks of `chunks` (`level_chunks`); `saved` is what `save` returned before.
 
     `pusher` takes the batch's pushes, each into its sink's level (the one
     barrier, with one level); `release` releases every level at its own
@@ -119,11 +119,9 @@ class StoredBarriers:
     per level.
     """
 
-    def __init__(self, store: PipelinedMap, prefix: bytes, saved, levels):
-        saved = saved or [None] * levels.count
+    def __init__(self, chunks: list, saved, levels):
         self.levels = levels
-        self.parts = [StoredBarrier(level_chunks(store, prefix, level), part)
-                      for level, part in zip(levels.levels, saved)]
+        self.parts = [StoredBarrier(*pair) for pair in zip(chunks, saved or [None] * levels.count)]
         if levels.count == 1:
             self.pusher = self.parts[0].barrier
         else:

@@ -10,7 +10,7 @@ from flamespark.engines.spark.processors.blob import (
     punctuation_rows,
 )
 from flamespark.engines.spark.processors.buckets import StageState, bucket_map
-from flamespark.engines.spark.processors.held import StoredBarriers, chunk_map
+from flamespark.engines.spark.processors.held import StoredBarriers, chunk_map, level_chunks
 from flamespark.engines.spark.processors.held_back import HeldBack
 from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
 from flamespark.engines.spark.rows import (
@@ -91,6 +91,7 @@ class StageProcessor(KeyedStage):
         self.operators = self.topology.boundary_operators(self.stage)
         self.buckets = bucket_map(self.store)
         self.held_back = chunk_map(self.store, HELD_BACK_PREFIX)
+        self.held = [level_chunks(self.store, HELD_PREFIX, level) for level in self.topology.levels.levels]
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
@@ -105,7 +106,7 @@ class StageProcessor(KeyedStage):
         behind = bool((batch["kind"] == BEHIND).any())
         stage = StageState(self.operators, self.buckets)
         levels = self.topology.levels
-        stored = StoredBarriers(self.store, HELD_PREFIX, state["barrier"], levels) if self.holds_barrier else None
+        stored = StoredBarriers(self.held, state["barrier"], levels) if self.holds_barrier else None
         barrier = stored.pusher if self.holds_barrier else None
         changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()

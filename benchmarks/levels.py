@@ -3,6 +3,7 @@
     PYTHONPATH=$PWD python benchmarks/levels.py                       # 75 s of events, six paced runs
     PYTHONPATH=$PWD python benchmarks/levels.py --seconds 10 --latencies 200,2000 --out levels.json
     PYTHONPATH=$PWD python benchmarks/levels.py --engine spark --rate 2000 --out levels-spark.json
+    PYTHONPATH=$PWD python benchmarks/levels.py --replot levels.json --plot levels.png   # draw a report again
 
 The input: one event a millisecond for `--seconds`, each of one of `--keys`
 keys drawn at random, and the query counts each key's events per 1 s
@@ -44,6 +45,7 @@ from benchmarks.windows_local import SINK, SOURCE, count_graph, events
 from flamespark.cli.arguments import DefaultsHelpFormatter, non_negative_int, positive_float, positive_int
 from flamespark.cli.arguments import reorder_latencies
 from flamespark.core.codec import pack
+from flamespark.tools.bench_plots import check_matplotlib
 from flamespark.tools.machine import machine
 
 MODES = ("optimistic", "buffered")
@@ -162,6 +164,31 @@ def _seconds(ms) -> str:
     return "-" if ms is None else f"{ms / 1000:.2f} s"
 
 
+def plot(report: dict, path: Path):
+    """Table II as a figure: each run's levels as points of completeness against latency (p50, and p99 as the
+    bar's top), one panel per mode. Matplotlib comes with the `bench` extra."""
+    from matplotlib.figure import Figure
+
+    modes = sorted({name.split(":")[0] for name in report["runs"]}, key=MODES.index)
+    figure = Figure(figsize=(6.4 * len(modes), 4.4), layout="constrained")
+    for axes, mode in zip(figure.subplots(1, len(modes), squeeze=False)[0], modes):
+        for (name, run), marker in zip(((name, run) for name, run in report["runs"].items()
+                                        if name.startswith(mode)), "os^"):
+            levels = run["levels"]
+            p50 = [level["latency_p50_ms"] / 1000 for level in levels]
+            p99 = [level["latency_p99_ms"] / 1000 for level in levels]
+            shown = [level["completeness"] * 100 for level in levels]
+            line = axes.plot(shown, p50, marker=marker, label=name.split(": ")[1])[0]
+            axes.vlines(shown, p50, p99, color=line.get_color(), alpha=0.4)
+        axes.set_xlabel("completeness (%)")
+        axes.set_ylabel("latency (s), p50 to p99")
+        axes.set_yscale("log")
+        axes.set_title(f"{mode}, {report['setup'].get('engine', 'local')} engine")
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.savefig(path, dpi=100)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="levels.py", description=__doc__.split("\n\n")[0],
                                      epilog="See the module's docstring for what each run does.",
@@ -175,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=("local", "spark"), default="local",
                         help="the engine (spark: local[2])")
     parser.add_argument("--out", type=Path, default=Path("levels.json"), help="the JSON report")
+    parser.add_argument("--plot", type=Path, help="draw the report to this PNG file too (needs matplotlib)")
+    parser.add_argument("--replot", type=Path, metavar="REPORT",
+                        help="run nothing: print the table of a JSON report written before (and draw it, with --plot)")
     return parser
 
 
@@ -183,10 +213,18 @@ def command(args) -> int:
         print("levels.py: error: --latencies takes at least two latencies", file=sys.stderr)
         return 2
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    report = bench(args.seconds, args.keys, args.seed, args.latencies, args.rate, say, args.engine)
+    if args.plot is not None:
+        check_matplotlib()
+    if args.replot is not None:
+        report = json.loads(args.replot.read_text())
+    else:
+        report = bench(args.seconds, args.keys, args.seed, args.latencies, args.rate, say, args.engine)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        say(f"levels: report in {args.out}")
     print(table(report))
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    say(f"levels: report in {args.out}")
+    if args.plot is not None:
+        plot(report, args.plot)
+        say(f"levels: plot in {args.plot}")
     return 0 if all(all(checks.values()) for checks in report["equal"].values()) else 1
 
 

@@ -73,6 +73,14 @@ def test_the_levels_benchmark_runs_both_modes_and_finds_the_levels_exact(tmp_pat
     assert "| optimistic: levels | 0.1 s |" in done.stdout
 
 
+def test_the_levels_benchmark_measures_a_spark_run_by_its_rate_after_the_first_batch(spark):
+    run = levels.one_run(3, 5, 1, (100, 1500), "buffered", 2000.0, "spark")
+    assert [level["reorder_latency_ms"] for level in run["levels"]] == [100, 1500]
+    assert run["levels"][0]["completeness"] < run["levels"][1]["completeness"] <= 1
+    assert run["levels"][1]["corrections"] > 0
+    assert run["peak_mb"] is None and run["events_per_s"] > 0  # Spark's memory is not this process's
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 def test_windows_vs_spark_writes_the_issues_report(spark, tmp_path, capsys):

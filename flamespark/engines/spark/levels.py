@@ -22,13 +22,8 @@ import math
 from flamespark.graph import Graph, graph_node_id
 
 
-def copy_name(name: str, level: int) -> str:
-    """The name of operator, source or sink `name` in the copy of the graph for `level`."""
-    return f"{name}@{level}"
-
-
 class Levels:
-    """The levels of a run with reorder latencies `latencies` (one or more, increasing) over `graph`.
+    """The levels of a run with reorder latencies `latencies` (one or more, increasing) of a graph with `sinks`.
 
     >>> levels = Levels((1_000, 60_000), ["out"])
     >>> levels.times(5_000), levels.times(math.inf)
@@ -60,7 +55,7 @@ class Levels:
 
     def copy(self, name: str, level: int) -> str:
         """The name of operator, source or sink `name` in the copy of `level` (itself, with one level)."""
-        return name if self.count == 1 else copy_name(name, level)
+        return name if self.count == 1 else f"{name}@{level}"
 
     def released_at(self, time, level: int):
         """The last level's punctuation at which `level`'s punctuation reaches `time`."""
@@ -84,7 +79,7 @@ class Levels:
         copies = Graph(graph.name)
         for level in self.levels:
             for node in graph.nodes.values():
-                renamed = dataclasses.replace(node, name=copy_name(node.name, level),
-                                              inputs=[copy_name(parent, level) for parent in node.inputs])
+                renamed = dataclasses.replace(node, name=self.copy(node.name, level),
+                                              inputs=[self.copy(parent, level) for parent in node.inputs])
                 copies.nodes[graph_node_id(renamed.kind, renamed.name)] = renamed
         return copies

@@ -24,6 +24,7 @@ from flamespark.engines.spark.rows import decode_time
 from tests import graphs
 from tests.engine.test_levels import level_of, replayed
 from tests.engine.test_windows import payload, reference_windows, window_graph
+from tests.oracles.changelog_checks import check_changelog
 from tests.oracles.reference import reference_run
 from tests.spark.test_spark import all_graphs, disorder, in_order_inputs, replay_the_last_batch, run_spark
 
@@ -89,7 +90,7 @@ def _take(counter: Counter, source: str, event) -> bool:
     return False
 
 
-def test_corrections_leave_batch_by_batch_and_a_replayed_batch_corrects_alike(spark, tmp_path):
+def test_corrections_leave_batch_by_batch_and_a_replayed_batch_corrects_alike_beside_a_changelog(spark, tmp_path):
     events = [(ts, ts % 7) for ts in range(0, 120, 3)]
     arrival = disorder(events, 2, random.Random(5))
     for late, at in ((12, 20), (30, 25), (60, 33)):  # later than the first latency, within the second
@@ -98,9 +99,11 @@ def test_corrections_leave_batch_by_batch_and_a_replayed_batch_corrects_alike(sp
 
     def run():
         return run_spark(graphs.running_sum(), {"numbers": arrival}, spark, reorder_latency=(4, 40),
-                         checkpoint=tmp_path / "checkpoint", output=out, max_rows_per_batch=6, ingest_partitions=1)
+                         checkpoint=tmp_path / "checkpoint", output=out, max_rows_per_batch=6, ingest_partitions=1,
+                         changes=True)
 
     result = run()
+    check_changelog(result, {"numbers": arrival})  # the first level's, beside the corrections
     written = sorted((out / "sums.corrections").glob("batch-*.jsonl"))
     assert len(written) > 1  # corrections leave with the batches that make them, not all at the end
     records = [json.loads(line) for path in written for line in path.read_text().splitlines()]

@@ -13,8 +13,8 @@ from flamespark.engines.spark.rows import (
     bundle_records,
     concat,
     control_row,
-    frame,
     event_time_shift,
+    frame,
     with_event_time,
 )
 from flamespark.runtime.changes import BatchChanges

@@ -78,23 +78,34 @@ def check_levels(graph, inputs: dict, latencies: tuple, mode: str, reference=Non
             assert result.outputs == single.outputs
         if k == len(latencies):
             assert result.late == single.late
-    dropped = Counter((letter["source"], letter["ts"], pack(letter["payload"])) for letter in result.late)
-    kept = {source: [event for event in arrival if not _take(dropped, source, event)]
-            for source, arrival in inputs.items()}
-    in_order = (reference or (lambda events: reference_run(graph, events)))(kept)
+    in_order = (reference or (lambda events: reference_run(graph, events)))(kept_events(inputs, result.late))
     for sink, outputs in result.outputs.items():
         assert replayed(outputs, result.corrections[sink], len(latencies)) == Counter(map(pack, in_order[sink]))
+        check_causes(result.corrections[sink], inputs, latencies)
         by_level = {}
         for record in result.corrections[sink]:
-            assert 2 <= record["level"] <= len(latencies), record
             by_level.setdefault(record["level"], []).append(record["ts"])
-            cause = record["cause"]
-            arrival = inputs[cause["source"]]
-            assert arrival[cause["position"]][0] == cause["ts"] <= record["ts"], record
-            assert level_of(arrival, cause["position"], latencies) == record["level"], record
         for times in by_level.values():  # each level releases in event-time order
             assert times == sorted(times)
     return result
+
+
+def kept_events(inputs: dict, late: list) -> dict:
+    """`inputs` (each source's events in arrival order) without the dead letters `late`."""
+    dropped = Counter((letter["source"], letter["ts"], pack(letter["payload"])) for letter in late)
+    return {source: [event for event in arrival if not _take(dropped, source, event)]
+            for source, arrival in inputs.items()}
+
+
+def check_causes(records: list, inputs: dict, latencies: tuple):
+    """Each correction of `records` is of a later level, and its cause is an event of `inputs` of that level, at
+    or before the correction's time."""
+    for record in records:
+        assert 2 <= record["level"] <= len(latencies), record
+        cause = record["cause"]
+        arrival = inputs[cause["source"]]
+        assert arrival[cause["position"]][0] == cause["ts"] <= record["ts"], record
+        assert level_of(arrival, cause["position"], latencies) == record["level"], record
 
 
 def _take(counter: Counter, source: str, event) -> bool:

@@ -22,7 +22,7 @@ import flamespark as fs
 from flamespark.core.codec import pack
 from flamespark.engines.spark.rows import decode_time
 from tests import graphs
-from tests.engine.test_levels import level_of, replayed
+from tests.engine.test_levels import check_causes, kept_events, replayed
 from tests.engine.test_windows import payload, reference_windows, window_graph
 from tests.oracles.changelog_checks import check_changelog
 from tests.oracles.reference import reference_run
@@ -67,27 +67,13 @@ def test_every_level_agrees_with_the_local_engine_and_the_last_with_the_in_order
         [level["events"] for level in local.metrics["levels"]]
     for sink, records in result.corrections.items():
         assert comparable(records) == comparable(local.corrections[sink]), sink
-        for record in records:
-            cause = record["cause"]
-            source_arrival = arrival[cause["source"]]
-            assert source_arrival[cause["position"]][0] == cause["ts"] <= record["ts"], record
-            assert level_of(source_arrival, cause["position"], LATENCIES) == record["level"], record
+        check_causes(records, arrival, LATENCIES)
 
-    dropped = Counter((letter["source"], letter["ts"], pack(letter["payload"])) for letter in result.late)
-    kept = {source: [event for event in given if not _take(dropped, source, event)]
-            for source, given in arrival.items()}
+    kept = kept_events(arrival, result.late)
     in_order = reference_run(all_graphs(), {source: kept[source] for source in ("numbers", "docs", "left", "right")})
     in_order["results"] = reference_windows(kept["events"], "session", SESSIONS, "count")
     for sink, outputs in result.outputs.items():
         assert replayed(outputs, result.corrections[sink], len(LATENCIES)) == Counter(map(pack, in_order[sink])), sink
-
-
-def _take(counter: Counter, source: str, event) -> bool:
-    key = (source, event[0], pack(event[1]))
-    if counter[key] > 0:
-        counter[key] -= 1
-        return True
-    return False
 
 
 def test_corrections_leave_batch_by_batch_and_a_replayed_batch_corrects_alike_beside_a_changelog(spark, tmp_path):

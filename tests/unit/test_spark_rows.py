@@ -2,6 +2,7 @@
 from types import SimpleNamespace
 
 import msgpack
+import pandas as pd
 
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
@@ -9,7 +10,20 @@ from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.collector import _handler_times
 from flamespark.engines.spark.processors.blob import HANDLER, BlobProcessor, handler, metric_row
 from flamespark.engines.spark.processors.pipelined import Stopwatch
-from flamespark.engines.spark.rows import COLUMNS, ITEMS, METRIC, OUT, Outbox, bundle_items, frame
+from flamespark.engines.spark.rows import (
+    COLUMNS,
+    END_OF_TIME_MS,
+    INFINITY,
+    ITEMS,
+    METRIC,
+    OUT,
+    PUNCT,
+    Outbox,
+    bundle_items,
+    control_row,
+    frame,
+    with_event_time,
+)
 
 
 def item(ts, payload, path=(0,), tombstone=False):
@@ -90,3 +104,12 @@ def test_a_handler_yields_its_rows_and_its_metric_row_as_one_frame():
     assert list(frames[0]["kind"]) == [OUT, OUT, METRIC] and list(frames[0]["payload"][:2]) == [b"a", b"b"]
     metric = frames[0].iloc[2]
     assert metric["target"] == HANDLER and msgpack.unpackb(metric["payload"])["stage"] == "1: count"
+
+
+def test_the_baselines_event_time_is_the_items_time_shifted_the_end_of_time_or_none():
+    rows = frame([control_row(ITEMS, "", ts=5), control_row(PUNCT, "a", ts=INFINITY), control_row(METRIC, "m"),
+                  control_row(PUNCT, "a", ts=7), control_row(ITEMS, "", ts=9 * 10**12 - 100)])
+    millis = [None if pd.isna(time) else time.value // 10**6 for time in with_event_time(rows, 16)["event_time"]]
+    assert millis == [21, END_OF_TIME_MS, None, None, 9 * 10**12 - 84]
+    released = with_event_time(rows, 16, released_at=100)["event_time"]
+    assert [time.value // 10**6 for time in released[[0, 4]]] == [100, 9 * 10**12 - 84]

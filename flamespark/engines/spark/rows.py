@@ -42,6 +42,7 @@ def event_time_shift(latencies: tuple) -> int:
 
 # Event times are LONG columns: +-2**62 stand for +-infinity.
 INFINITY = 2**62
+_NAT = np.iinfo(np.int64).min  # numpy's not-a-time, as an int64
 
 
 def encode_time(time) -> int:
@@ -148,8 +149,12 @@ def with_event_time(rows: pd.DataFrame, shift: int, released_at=None) -> pd.Data
 
     Spark refuses rows a stateful operator emits at or below the previous
     watermark, so items released at watermark `released_at` carry that time.
+    The times are whole milliseconds and stay integers: from floats, pandas
+    rounds them under numpy's overflow checks, which once raised an overflow
+    in a Spark worker on times far from any limit.
     """
-    kind, ts = rows["kind"].to_numpy(), rows["ts"].to_numpy(dtype="float64")
+    kind, ts = rows["kind"].to_numpy(), rows["ts"].to_numpy(dtype="int64")
     item_time = ts + shift if released_at is None else np.maximum(ts + shift, released_at)
-    millis = np.where(kind == ITEMS, item_time, np.where((kind == PUNCT) & (ts >= INFINITY), END_OF_TIME_MS, np.nan))
-    return rows[COLUMNS].assign(event_time=pd.to_datetime(millis, unit="ms"))
+    millis = np.where(kind == ITEMS, item_time, np.where((kind == PUNCT) & (ts >= INFINITY), END_OF_TIME_MS, _NAT))
+    nanos = np.where(millis == _NAT, _NAT, millis * 1_000_000)
+    return rows[COLUMNS].assign(event_time=nanos.view("datetime64[ns]"))

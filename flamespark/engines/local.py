@@ -10,7 +10,7 @@ from flamespark.io.inputs import check_input_names, is_kafka, source_events
 from flamespark.io.kafka import topic_events, topic_lanes
 from flamespark.result import Result
 from flamespark.runtime.changes import Cause, Changelog, StepChanges
-from flamespark.runtime.corrections import Corrections
+from flamespark.runtime.corrections import Corrections, summarised
 from flamespark.runtime.heap import collect_if_crowded, collections_paused
 from flamespark.runtime.metrics import run_metrics
 from flamespark.runtime.options import RunOptions
@@ -324,11 +324,9 @@ class LocalRun:
         if self.changelog is not None:
             self.changelog.fill(result)
         if self.corrections is not None:
-            result.corrections = self.corrections.records
-            levels = self.corrections.summary(self.latencies_ms, self.applied_by_level)
-            for summary, latency in zip(levels, self.punctuations.latencies):
-                summary["reorder_latency"] = latency
-            metrics["levels"] = levels
+            result.corrections, metrics["levels"] = summarised(
+                self.corrections.take(), self.corrections.sinks, self.punctuations.latencies, self.latencies_ms,
+                self.applied_by_level)
         return result
 
 

@@ -94,18 +94,19 @@ class Corrections:
 
     The engine tells it which event it applies (`applying`), hands each
     level k >= 2's sink arrivals to `note(k)` (for their causes) and every
-    level's releases to `released`, level after level.
+    level's releases to `released`, level after level. The corrections
+    made wait in `made`, as `[sink, record, latency in ms]`, until the
+    engine takes them (`take`).
     """
 
     def __init__(self, sinks, levels: int):
-        self.records = {sink: [] for sink in sinks}
+        self.sinks = list(sinks)
         self.levels = levels
         self._pending = [deque() for _ in range(levels - 1)]  # level k's releases that level k + 1 compares with
         self._touches = [_Touches() for _ in range(levels)]
         self._latest = [_Latest() for _ in range(levels)]
         self._current = (None, 0)  # the event being applied and its level
-        self.latencies_ms = [array("d") for _ in range(levels)]
-        self.made = None  # a list, if given, to which every correction is added as made: [sink, record, latency]
+        self.made = []
 
     def applying(self, cause, level: int):
         """The engine applies the event `cause` (a `runtime.changes.Cause`, None between events) of `level`."""
@@ -160,7 +161,7 @@ class Corrections:
                 removed.append(item)
         changes = [(item.meta, 0, RETRACT, item) for item in removed] + [(item.meta, 1, ADD, item) for item in added]
         changes.sort(key=_order)
-        touches, latest, latencies = self._touches[level - 1], self._latest[level - 1], self.latencies_ms[level - 1]
+        touches, latest, made = self._touches[level - 1], self._latest[level - 1], self.made
         for _, _, op, item in changes:
             cause = touches.cause(item.sink, item.meta) or latest.at_or_before(item.meta[0])
             payload = unpack(item.data) if item.payload is None else item.payload
@@ -168,24 +169,29 @@ class Corrections:
                 "op": op, "ts": item.meta[0], "payload": payload, "level": level,
                 "cause": None if cause is None else {"source": cause[0], "ts": cause[1], "position": cause[2]},
             }
-            latency = (now - item.arrival) * 1000.0
-            self.records[item.sink].append(record)
-            latencies.append(latency)
-            if self.made is not None:
-                self.made.append([item.sink, record, latency])
+            made.append([item.sink, record, (now - item.arrival) * 1000.0])
 
-    def summary(self, latencies, events: list) -> list:
-        """`summary` of this run's corrections; `latencies` are the outputs'."""
-        return summary(self.records, [latencies, *self.latencies_ms[1:]], events)
+    def take(self) -> list:
+        """The corrections made since the last call, as `[sink, record, latency in ms]` in the order made."""
+        made, self.made = self.made, []
+        return made
 
 
-def summary(records: dict, latencies_ms: list, events: list) -> list:
-    """Per level, the events first applied at it (`events`), how many corrections of `records` it made and
-    the percentiles of `latencies_ms` at it (ms; level 1's are the outputs')."""
-    counts = Counter(record["level"] for records_of_sink in records.values() for record in records_of_sink)
-    return [{"level": level, "events": events[level - 1], "corrections": counts.get(level, 0),
-             "latency_ms": percentiles(latencies_ms[level - 1])}
-            for level in range(1, len(events) + 1)]
+def summarised(made, sinks, latencies: tuple, output_latencies, events: list) -> tuple:
+    """A run's corrections `{sink: [record]}` from `made` (`[sink, record, latency in ms]` in the order made),
+    and per level of the reorder `latencies`: the events first applied at it (`events`), how many corrections
+    it made and the percentiles of their latencies (level 1: of the outputs', `output_latencies`)."""
+    records = {sink: [] for sink in sinks}
+    latencies_ms = [output_latencies] + [array("d") for _ in latencies[1:]]
+    counts = Counter()
+    for sink, record, latency in made:
+        records[sink].append(record)
+        latencies_ms[record["level"] - 1].append(latency)
+        counts[record["level"]] += 1
+    levels = [{"level": level, "reorder_latency": latency, "events": events[level - 1],
+               "corrections": counts.get(level, 0), "latency_ms": percentiles(latencies_ms[level - 1])}
+              for level, latency in enumerate(latencies, 1)]
+    return records, levels
 
 
 def _order(change):

@@ -19,7 +19,7 @@ from flamespark.core.codec import pack, unpack
 from flamespark.core.items import Item
 from flamespark.engines.spark.rows import decode_time, encode_time
 from flamespark.runtime.changes import Cause
-from flamespark.runtime.corrections import Corrections, summary
+from flamespark.runtime.corrections import Corrections, summarised
 
 
 class BatchCorrections:
@@ -76,12 +76,11 @@ class BatchCorrections:
         for level, sink, meta, data, arrival in entry["released"]:
             by_level[level - 1].append(Item(tuple(meta), None, data, False, arrival, sink))
         self._times = [decode_time(time) for time in entry["times"]]
-        corrections.made = made = []
         for level, (items, time) in enumerate(zip(by_level, self._times), 1):
             items.sort(key=_meta)
             corrections.released(level, time, items, released_at)
-        corrections.made = None
-        return [[sink, dict(record, payload=pack(record["payload"])), latency] for sink, record, latency in made]
+        return [[sink, dict(record, payload=pack(record["payload"])), latency]
+                for sink, record, latency in corrections.take()]
 
 
 def stored(entry: dict) -> list:
@@ -96,17 +95,8 @@ def _meta(item):
 
 def records_and_summary(parts, levels, output_latencies: list) -> tuple:
     """The run's corrections `{sink: [record]}` from its batch files, in the order they were made, and the
-    summary of its levels (`runtime.corrections.summary`, with each level's reorder latency)."""
-    records = {sink: [] for sink in levels.sinks}
-    latencies = [output_latencies] + [[] for _ in range(levels.count - 1)]
-    events = [0] * levels.count
-    for part in parts:
-        for sink, record, latency in stored(part["levelled"]):
-            records[sink].append(record)
-            latencies[record["level"] - 1].append(latency)
-        for counts in part["levelled"]["by_level"]:
-            events = [total + count for total, count in zip(events, counts)]
-    levelled = summary(records, latencies, events)
-    for level, latency in zip(levelled, levels.latencies):
-        level["reorder_latency"] = latency
-    return records, levelled
+    summary of its levels (`runtime.corrections.summarised`)."""
+    events = [sum(counts[level - 1] for part in parts for counts in part["levelled"]["by_level"])
+              for level in levels.levels]
+    made = (entry for part in parts for entry in stored(part["levelled"]))
+    return summarised(made, levels.sinks, levels.latencies, output_latencies, events)

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as `python benchmarks/core.py`: import this checkout's packages
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as `python benchmarks/core.py`: this checkout's packages first
+    import _checkout  # noqa: F401
 
 from benchmarks.lib.script import run_script
 from flamespark.cli.arguments import non_negative_int, positive_float, positive_int, report_file

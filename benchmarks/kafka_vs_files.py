@@ -34,8 +34,8 @@ import uuid
 from concurrent.futures import Future
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as `python benchmarks/kafka_vs_files.py`: import this checkout's packages
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as `python benchmarks/kafka_vs_files.py`: this checkout's packages first
+    import _checkout  # noqa: F401
 
 import msgpack
 

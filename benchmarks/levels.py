@@ -1,9 +1,9 @@
 """Several reorder latencies against one each: the Impatience paper's Table II, on either engine.
 
-    PYTHONPATH=$PWD python benchmarks/levels.py                       # 75 s of events, six paced runs
-    PYTHONPATH=$PWD python benchmarks/levels.py --seconds 10 --latencies 200,2000 --out levels.json
-    PYTHONPATH=$PWD python benchmarks/levels.py --engine spark --rate 2000 --out levels-spark.json
-    PYTHONPATH=$PWD python benchmarks/levels.py --replot levels.json --plot levels.png   # draw a report again
+    python benchmarks/levels.py                       # 75 s of events, six paced runs
+    python benchmarks/levels.py --seconds 10 --latencies 200,2000 --out levels.json
+    python benchmarks/levels.py --engine spark --rate 2000 --out levels-spark.json
+    python benchmarks/levels.py --replot levels.json --plot levels.png   # draw a report again
 
 The input: one event a millisecond for `--seconds`, each of one of `--keys`
 keys drawn at random, and the query counts each key's events per 1 s
@@ -38,6 +38,9 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+
+if not __package__:  # run as `python benchmarks/levels.py`: this checkout's packages first
+    import _checkout  # noqa: F401
 
 from benchmarks.lib.measure import in_child, memory_mb, reset_peak
 from benchmarks.lib.script import run_script
@@ -190,7 +193,7 @@ def plot(report: dict, path: Path):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="levels.py", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="benchmarks/levels.py", description=__doc__.split("\n\n")[0],
                                      epilog="See the module's docstring for what each run does.",
                                      formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--seconds", type=positive_int, default=75, help="seconds of events, one a millisecond")
@@ -210,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def command(args) -> int:
     if not isinstance(args.latencies, tuple):
-        print("levels.py: error: --latencies takes at least two latencies", file=sys.stderr)
+        print("benchmarks/levels.py: error: --latencies takes at least two latencies", file=sys.stderr)
         return 2
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     if args.plot is not None:

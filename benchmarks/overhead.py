@@ -5,10 +5,9 @@
 import argparse
 import json
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as `python benchmarks/overhead.py`: import this checkout's packages
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as `python benchmarks/overhead.py`: this checkout's packages first
+    import _checkout  # noqa: F401
 
 from benchmarks.lib.overhead.settings import BASELINES, Settings
 from benchmarks.lib.script import run_script

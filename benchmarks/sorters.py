@@ -4,10 +4,9 @@
 """
 import argparse
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as `python benchmarks/sorters.py`: import this checkout's packages
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if not __package__:  # run as `python benchmarks/sorters.py`: this checkout's packages first
+    import _checkout  # noqa: F401
 
 from benchmarks.lib.script import run_script
 from benchmarks.lib.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings, format_table, run

@@ -1,7 +1,7 @@
 """Tumbling-window counts on the local engine, the Impatience paper's synthetic set-up, side by side.
 
-    PYTHONPATH=$PWD python benchmarks/windows_local.py                      # 1,000,000 events, 2,000,000 for memory
-    PYTHONPATH=$PWD python benchmarks/windows_local.py --events 200000 --memory-events 400000 --out report.json
+    python benchmarks/windows_local.py                      # 1,000,000 events, 2,000,000 for memory
+    python benchmarks/windows_local.py --events 200000 --memory-events 400000 --out report.json
 
 The input: `--events` events, one a millisecond, each of one of `--keys`
 keys (100) drawn at random; the query counts each key's events per 1 s
@@ -52,9 +52,12 @@ from pathlib import Path
 
 import numpy as np
 
+if not __package__:  # run as `python benchmarks/windows_local.py`: this checkout's packages first
+    import _checkout  # noqa: F401
+
+from benchmarks.lib.measure import in_child, memory_mb, reset_peak
 from flamespark.cli.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_int)
-from benchmarks.lib.measure import in_child, memory_mb, reset_peak
 from flamespark.tools.disorder import disorder_pairs
 from flamespark.tools.machine import machine
 
@@ -285,7 +288,7 @@ def bench(count: int, keys: int, seed: int, size: int, reorder_latency: int, dis
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="windows_local.py", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="benchmarks/windows_local.py", description=__doc__.split("\n\n")[0],
                                      epilog="See the module's docstring for what each run does.",
                                      formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--events", type=positive_int, default=1_000_000, help="events of the timed runs")

@@ -1,7 +1,7 @@
 """FlameSpark's tumbling-window count on Spark against Spark's own windowed aggregation, same input, same rate.
 
-    PYTHONPATH=$PWD python benchmarks/windows_vs_spark.py                       # 60 s of input at 2,000 events/s
-    PYTHONPATH=$PWD python benchmarks/windows_vs_spark.py --seconds 10 --rate 500 --out report.json
+    python benchmarks/windows_vs_spark.py                       # 60 s of input at 2,000 events/s
+    python benchmarks/windows_vs_spark.py --seconds 10 --rate 500 --out report.json
 
 Both run on Spark (`--master`, default `local[2]`) over the same events,
 offered at the same rate by the same replay source (flamespark's, which
@@ -51,6 +51,10 @@ from pathlib import Path
 
 import numpy as np
 
+if not __package__:  # run as `python benchmarks/windows_vs_spark.py`: this checkout's packages first
+    import _checkout  # noqa: F401
+
+from benchmarks.windows_local import SINK, SOURCE, count_graph  # the same query as the local benchmark's
 from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
                                       positive_float, positive_int, spark_master)
 from flamespark.core.codec import pack
@@ -59,8 +63,6 @@ from flamespark.runtime.metrics import percentiles
 from flamespark.tools.bench import processed_per_s
 from flamespark.tools.disorder import disorder_pairs
 from flamespark.tools.machine import machine
-
-from windows_local import SINK, SOURCE, count_graph  # the same query as the local benchmark's
 
 
 # --- the input -----------------------------------------------------------------------------------------------
@@ -292,7 +294,7 @@ def _shown(value) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="windows_vs_spark.py", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="benchmarks/windows_vs_spark.py", description=__doc__.split("\n\n")[0],
                                      epilog="See the module's docstring for what is measured and how.",
                                      formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--seconds", type=positive_float, default=60.0, help="seconds of input at the rate")

@@ -1,9 +1,13 @@
-"""The benchmark scripts in benchmarks/: each runs from any directory with its help, and refuses bad options before
-its work; the installed packages never import them."""
+"""The benchmark scripts in benchmarks/: each runs as the documentation shows, `python benchmarks/NAME.py` at the
+root of a clone, and from any directory, with its help, and refuses bad options before its work; the installed
+packages never import them."""
 import ast
 import importlib
 import os
 import pkgutil
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,17 +21,64 @@ from tests.doctests import assert_runs, examples_of
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
+SCRIPTS = sorted(path.stem for path in (REPOSITORY / "benchmarks").glob("*.py")
+                 if 'if __name__ == "__main__":' in path.read_text())
+DOCUMENTED = re.compile(r"\bpython benchmarks/(\w+)\.py\b")
+
+
+def test_every_script_is_documented_as_a_user_runs_it():
+    pages = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").rglob("*.md"))]
+    documented = {name for page in pages for name in DOCUMENTED.findall(page.read_text(encoding="utf-8"))}
+    assert len(SCRIPTS) >= 9 and sorted(set(SCRIPTS) - documented) == []
+    assert sorted(documented - set(SCRIPTS)) == []
+
+
+def copy_checkout(destination: Path) -> Path:
+    """The files git tracks in this checkout, as they are in its work tree, copied under `destination`: what a
+    fresh clone holds, with the changes not yet committed."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPOSITORY, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = REPOSITORY / name
+        if source.is_file():  # a file deleted but not yet committed is not there to copy
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+@pytest.fixture(scope="module")
+def helps(tmp_path_factory):
+    """Each script's `python benchmarks/NAME.py --help`, typed at the root of a copy of the checkout without
+    PYTHONPATH, as the benchmarks page says to run it; all at once, as each mostly waits on its imports."""
+    clone = copy_checkout(tmp_path_factory.mktemp("clone"))
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    started = {name: processes.start([sys.executable, f"benchmarks/{name}.py", "--help"], cwd=clone, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for name in SCRIPTS}
+    done = {}
+    for name, process in started.items():
+        stdout, stderr = process.communicate(timeout=120)
+        done[name] = (process.returncode, stdout, stderr)
+    return done
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_script_shows_its_help_when_run_from_the_root_of_a_clone(script, helps):
+    returncode, stdout, stderr = helps[script]
+    assert returncode == 0, stderr
+    assert stdout.startswith(f"usage: benchmarks/{script}.py ")
+    assert "(default: None)" not in stdout and "(default: False)" not in stdout
+
+
 @pytest.mark.parametrize("script, option", [
     ("core", "--overload-rate DOCS_PER_S"), ("sorters", "--frequencies F1,F2,..."),
     ("overhead", "--baseline {key,shard}"), ("state", "--warmup-batches B"), ("kafka_vs_files", "{index,count}"),
 ])
-def test_a_script_runs_from_any_directory_without_pythonpath_and_has_help(script, option, tmp_path):
+def test_a_script_runs_from_any_directory_without_pythonpath(script, option, tmp_path):
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     done = processes.run([sys.executable, str(REPOSITORY / "benchmarks" / f"{script}.py"), "--help"], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: benchmarks/{script}.py ") and option in done.stdout
-    assert "(default: None)" not in done.stdout and "(default: False)" not in done.stdout
 
 
 @pytest.mark.parametrize("main, argv", [(state.main, ["--master", "local[two]"]),

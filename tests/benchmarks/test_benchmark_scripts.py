@@ -23,7 +23,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 SCRIPTS = sorted(path.stem for path in (REPOSITORY / "benchmarks").glob("*.py")
                  if 'if __name__ == "__main__":' in path.read_text())
-DOCUMENTED = re.compile(r"\bpython benchmarks/(\w+)\.py\b")
+DOCUMENTED = re.compile(r"\bpython benchmarks/([a-z_]+)\.py\b")  # NAME.py stands for any
 
 
 def test_every_script_is_documented_as_a_user_runs_it():
@@ -34,9 +34,10 @@ def test_every_script_is_documented_as_a_user_runs_it():
 
 
 def copy_checkout(destination: Path) -> Path:
-    """The files git tracks in this checkout, as they are in its work tree, copied under `destination`: what a
-    fresh clone holds, with the changes not yet committed."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPOSITORY, capture_output=True, check=True).stdout
+    """The files of this checkout that git tracks or would (not ignored), as they are in its work tree, copied
+    under `destination`: what a fresh clone holds, with the changes not yet committed."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPOSITORY,
+                            capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = REPOSITORY / name
         if source.is_file():  # a file deleted but not yet committed is not there to copy

@@ -11,7 +11,7 @@ if not __package__:  # run as `python benchmarks/core.py`: this checkout's packa
     import _checkout  # noqa: F401
 
 from benchmarks.lib.script import run_script
-from flamespark.cli.arguments import non_negative_int, positive_float, positive_int, report_file
+from flamespark.tools.arguments import non_negative_int, positive_float, positive_int, report_file
 from flamespark.core.errors import InputError
 
 # The benchmarks run from a checkout, where the examples sit beside them.

@@ -20,7 +20,7 @@ if not __package__:  # run as `python benchmarks/kafka_sources.py`: this checkou
     import _checkout  # noqa: F401
 
 from benchmarks.lib.script import run_script
-from flamespark.cli.arguments import DefaultsHelpFormatter
+from flamespark.tools.arguments import DefaultsHelpFormatter
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 SOURCES = ("python", "connector")

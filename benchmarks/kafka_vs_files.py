@@ -40,7 +40,7 @@ if not __package__:  # run as `python benchmarks/kafka_vs_files.py`: this checko
 import msgpack
 
 import flamespark as fs
-from flamespark.cli.arguments import DefaultsHelpFormatter, positive_int
+from flamespark.tools.arguments import DefaultsHelpFormatter, positive_int
 from flamespark.core.codec import unpack
 
 REPO = Path(__file__).resolve().parents[1]

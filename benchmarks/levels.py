@@ -45,8 +45,8 @@ if not __package__:  # run as `python benchmarks/levels.py`: this checkout's pac
 from benchmarks.lib.measure import in_child, memory_mb, reset_peak
 from benchmarks.lib.script import run_script
 from benchmarks.windows_local import SINK, SOURCE, count_graph, events
-from flamespark.cli.arguments import DefaultsHelpFormatter, non_negative_int, positive_float, positive_int
-from flamespark.cli.arguments import reorder_latencies
+from flamespark.tools.arguments import DefaultsHelpFormatter, non_negative_int, positive_float, positive_int
+from flamespark.tools.arguments import reorder_latencies
 from flamespark.core.codec import pack
 from flamespark.tools.bench_plots import check_matplotlib
 from flamespark.tools.machine import machine

@@ -11,7 +11,7 @@ if not __package__:  # run as `python benchmarks/overhead.py`: this checkout's p
 
 from benchmarks.lib.overhead.settings import BASELINES, Settings
 from benchmarks.lib.script import run_script
-from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
+from flamespark.tools.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
                                       positive_int, report_file, spark_master)
 
 DEFAULTS = Settings()

@@ -10,7 +10,7 @@ if not __package__:  # run as `python benchmarks/sorters.py`: this checkout's pa
 
 from benchmarks.lib.script import run_script
 from benchmarks.lib.sorter_bench import CLOCKS, METHODS, NO_REPEAT_SECONDS, WORKLOADS, Settings, format_table, run
-from flamespark.cli.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
+from flamespark.tools.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_float, positive_int)
 
 DEFAULTS = Settings()

@@ -10,7 +10,7 @@ if not __package__:  # run as `python benchmarks/state.py`: this checkout's pack
     import _checkout  # noqa: F401
 
 from benchmarks.lib.script import run_script
-from flamespark.cli.arguments import non_negative_int, positive_int, report_file, spark_master
+from flamespark.tools.arguments import non_negative_int, positive_int, report_file, spark_master
 
 
 def build_parser() -> argparse.ArgumentParser:

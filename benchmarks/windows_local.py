@@ -56,7 +56,7 @@ if not __package__:  # run as `python benchmarks/windows_local.py`: this checkou
     import _checkout  # noqa: F401
 
 from benchmarks.lib.measure import in_child, memory_mb, reset_peak
-from flamespark.cli.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
+from flamespark.tools.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_int)
 from flamespark.tools.disorder import disorder_pairs
 from flamespark.tools.machine import machine

@@ -55,7 +55,7 @@ if not __package__:  # run as `python benchmarks/windows_vs_spark.py`: this chec
     import _checkout  # noqa: F401
 
 from benchmarks.windows_local import SINK, SOURCE, count_graph  # the same query as the local benchmark's
-from flamespark.cli.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
+from flamespark.tools.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
                                       positive_float, positive_int, spark_master)
 from flamespark.core.codec import pack
 from flamespark.io.inputs import read_input

@@ -15,7 +15,7 @@ import sys
 from itertools import islice
 from pathlib import Path
 
-from flamespark.cli.arguments import non_negative_int, percent, positive_float, positive_int
+from flamespark.tools.arguments import non_negative_int, percent, positive_float, positive_int
 from flamespark.core.errors import FlameSparkError
 from flamespark.runtime.options import ENGINES
 from flamespark.tools.bench import bench, modes_agree

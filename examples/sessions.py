@@ -22,7 +22,7 @@ import random
 from window_cli import parser, run_and_show
 
 import flamespark as fs
-from flamespark.cli.arguments import positive_int
+from flamespark.tools.arguments import positive_int
 
 MINUTE = 60_000  # ms
 GAP = 30 * MINUTE

@@ -31,7 +31,7 @@ import random
 from window_cli import parser, run_and_show
 
 import flamespark as fs
-from flamespark.cli.arguments import positive_int
+from flamespark.tools.arguments import positive_int
 
 HOUR = 3_600_000  # ms
 LARGE_KWH = 5.0  # an hour's consumption above this is large (the fuses allow no more in normal use)

@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 
 import flamespark as fs
-from flamespark.cli.arguments import DefaultsHelpFormatter, non_negative_float, non_negative_int, percent, positive_int
+from flamespark.tools.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
+                                        positive_int)
 from flamespark.tools.disorder import disorder_pairs
 
 

@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from flamespark.cli.arguments import (comma_separated, non_negative_float, non_negative_int, percent, positive_float,
+from flamespark.tools.arguments import (comma_separated, non_negative_float, non_negative_int, percent, positive_float,
                                       spark_master)
 from flamespark.cli.run import add_pipeline_arguments, run_options
 from flamespark.tools.bench import WARM_UP_BATCH_ROWS, WARM_UP_EVENTS

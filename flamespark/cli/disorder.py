@@ -1,7 +1,7 @@
 """`flamespark disorder`: delay a share of the events of a JSONL file, as the Impatience paper does."""
 import sys
 
-from flamespark.cli.arguments import non_negative_float, non_negative_int, percent
+from flamespark.tools.arguments import non_negative_float, non_negative_int, percent
 from flamespark.tools.disorder import DEFAULT_PERCENT, DEFAULT_SEED, DEFAULT_STDDEV_MS, disorder_file
 
 

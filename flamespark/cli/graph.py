@@ -1,7 +1,7 @@
 """`flamespark graph`: a pipeline's logical graph as Graphviz DOT."""
 import sys
 
-from flamespark.cli.arguments import PIPELINE_HELP
+from flamespark.tools.arguments import PIPELINE_HELP
 
 
 def add_parser(commands):

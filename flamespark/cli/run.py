@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from flamespark.cli.arguments import PIPELINE_HELP, positive_float, positive_int, reorder_latencies, spark_master
+from flamespark.tools.arguments import PIPELINE_HELP, positive_float, positive_int, reorder_latencies, spark_master
 from flamespark.core.errors import OptionError
 from flamespark.io.sinks import SINK_FORMATS
 from flamespark.runtime.options import ENGINES, MODES, SPARK_OPTIONS

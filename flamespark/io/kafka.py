@@ -21,7 +21,7 @@ from heapq import heappop, heappush
 from urllib.parse import parse_qs, urlsplit
 
 from flamespark.core.errors import BrokerError, InputError
-from flamespark.io.inputs import check_event_time, parse_event_line
+from flamespark.io.parsing import check_event_time, parse_event_line
 
 SCHEME = "kafka"
 # How long a client waits for the broker before the run fails naming its address (the run must fail in 15 s).

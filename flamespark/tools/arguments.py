@@ -1,4 +1,8 @@
-"""Types for command-line options (each parses one value or says what is wrong with it), and their help's format."""
+"""Types for command-line options (each parses one value or says what is wrong with it), and their help's format.
+
+The `flamespark` command parses its options with them, and so do the command lines below it and beside it: a
+tool's own (`python -m flamespark.tools.wikipedia`), the examples' and the benchmark scripts'.
+"""
 from __future__ import annotations
 
 import argparse

@@ -38,7 +38,8 @@ import numpy as np
 
 from flamespark.core.errors import InputError
 from flamespark.io.atomic import replacing
-from flamespark.io.inputs import check_record, jsonl_lines, open_event_file, parse_event_line
+from flamespark.io.inputs import jsonl_lines, open_event_file
+from flamespark.io.parsing import check_record, parse_event_line
 
 __all__ = [
     "DEFAULT_PERCENT",

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from typing import IO, Callable, Iterable, Iterator
 
 from flamespark.io.atomic import replacing
+from flamespark.tools.arguments import non_negative_int, positive_int
 
 __all__ = [
     "DumpError",
@@ -360,8 +361,6 @@ def write_events(
 # --------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    from flamespark.cli.arguments import non_negative_int, positive_int  # only the command line needs them
-
     parser = argparse.ArgumentParser(
         prog="python -m flamespark.tools.wikipedia",
         description=(

@@ -1,5 +1,4 @@
 """The `flamespark` command on the local engine: outputs, help and errors; the tools as functions."""
-import ast
 import json
 import os
 import re
@@ -397,16 +396,3 @@ def test_run_to_directory_is_a_function_of_typed_arguments(tmp_path):
     result = run_to_directory(PIPELINE, {"readings": events}, tmp_path / "out", engine="local", reorder_latency=15)
     assert result.outputs["totals"] == [json.loads(line) for line in (tmp_path / "out" / "totals.jsonl").open()]
     assert [total["total"] for total in result.outputs["totals"]] == [1, 5, 3]
-
-
-def test_the_tools_never_import_the_commands():
-    """Only the option types, which import nothing of the commands: a tool with a command line of its own (the
-    Wikipedia reader) parses its options with them."""
-    tools = Path(__file__).resolve().parents[2] / "flamespark" / "tools"
-    for path in tools.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            names = [name for name in names if name != "flamespark.cli.arguments"]
-            assert not any(name == "flamespark.cli" or name.startswith("flamespark.cli.") for name in names), path

@@ -24,7 +24,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from flamespark.core.errors import InputError
 from flamespark.core.items import encode_event
 from flamespark.engines.spark.rows import COLUMNS, EVENT, ROW_SCHEMA
-from flamespark.io.inputs import check_parquet_schema, check_record, event_files, jsonl_events
+from flamespark.io.inputs import check_parquet_schema, event_files, jsonl_events
+from flamespark.io.parsing import check_record
 
 _ARROW_SCHEMA = pa.schema([
     ("kind", pa.string()), ("target", pa.string()), ("shard", pa.int32()), ("ts", pa.int64()),

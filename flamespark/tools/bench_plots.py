@@ -5,6 +5,7 @@ pipelines does not need."""
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 import numpy as np
@@ -52,18 +53,65 @@ def _plot_latencies(axes, xs: list, points: list):
                       label=f"{mode} {key}")
 
 
+def _plain(value: float, _position=None) -> str:
+    """A tick label as a plain number, thousands separated.
+
+    >>> [_plain(value) for value in (0.005, 2.0, 500.0, 20000.0)]
+    ['0.005', '2', '500', '20,000']
+    """
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def log_marks(low: float, high: float) -> tuple:
+    """Where a log axis over `low`..`high` (both > 0) has its labels, and its limits: 1, 2 and 5 times the
+    powers of ten (only the powers, over more than three decades), the axis reaching from the mark at or below
+    `low` to the one at or above `high`, so that at least those two are labelled.
+
+    >>> log_marks(300, 4000)
+    ((1.0, 2.0, 5.0), 200.0, 5000.0)
+    >>> log_marks(1, 100_000)
+    ((1.0,), 1.0, 100000.0)
+    >>> log_marks(1000, 1000)
+    ((1.0, 2.0, 5.0), 1000.0, 2000.0)
+    """
+    steps = (1.0, 2.0, 5.0) if high <= 1000 * low else (1.0,)
+    marks = [step * 10.0 ** power for power in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 2)
+             for step in steps]
+    lower = max(mark for mark in marks if mark <= low)
+    upper = min(mark for mark in marks if mark >= high and mark > lower)
+    return steps, lower, upper
+
+
+def _readable_log_x(axes, low: float, high: float):
+    """A log x axis labelled with plain numbers at `log_marks`, its other ticks unlabelled: matplotlib's own
+    labels of an axis spanning a decade or two are its minor ticks too, as 3×10², 4×10², ..., side by side."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    steps, lower, upper = log_marks(low, high)
+    axes.set_xscale("log")
+    axes.set_xlim(lower, upper)
+    axes.xaxis.set_major_locator(LogLocator(base=10, subs=steps))
+    axes.xaxis.set_major_formatter(FuncFormatter(_plain))
+    axes.xaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_latency(latencies: dict, path: Path):
-    """The whole distribution (CDF, log time axis) of each of the three latencies."""
+    """The whole distribution (CDF, log time axis) of each of the three latencies, drawn to `path`; returns the
+    figure."""
     figure = _figure(1)
     axes = figure.add_subplot()
+    shown = []
     for _, source, label in LATENCIES:
-        x = np.sort(np.asarray(latencies[source], dtype=float))
+        x = np.maximum(np.sort(np.asarray(latencies[source], dtype=float)), 1e-3)
         if x.size:
-            axes.step(np.maximum(x, 1e-3), np.arange(1, x.size + 1) / x.size, where="post", label=label)
-    axes.set_xscale("log")
+            axes.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=label)
+            shown += [x[0], x[-1]]
+    if shown:
+        _readable_log_x(axes, min(shown), max(shown))
     _label(axes, "latency from the completing event's arrival (ms, log scale)", "share of final outputs",
            "Per-output latency: early result and final release")
     figure.savefig(path, dpi=110)
+    return figure
 
 
 def plot_rates(points: list, path: Path):

@@ -55,6 +55,7 @@ def command(args) -> int:
                    seed=args.seed, rates=args.rates, title=args.pipeline, scaling=args.scaling,
                    pipeline=args.pipeline, warmup_events=args.warmup_events, **run_options(args))
     equal = modes_agree(report)
-    print(f"bench: report in {args.out / 'report.md'}; {headline(report)}"
+    slower = "; event time ran slower than the clock (see the warnings)" if report["pace_warnings"] else ""
+    print(f"bench: report in {args.out / 'report.md'}; {headline(report)}{slower}"
           + ("" if equal else "; OUTPUTS DIFFER between modes"), file=sys.stderr)
     return 0 if equal else 1

@@ -28,6 +28,7 @@ from flamespark.tools.bench_plots import check_matplotlib, plot_batches, plot_la
 from flamespark.tools.bench_report import LATENCIES, markdown, number
 from flamespark.tools.disorder import count_inversions, count_runs, disorder_pairs
 from flamespark.tools.machine import machine
+from flamespark.tools.pace import pace_warning
 from flamespark.tools.runner import check_inputs, checkpoint_directory, spark_options_given
 from flamespark.tools.scaling import scaling_runs
 
@@ -158,20 +159,27 @@ def processed_per_s(metrics: dict):
     return after["events_per_s"] if after else metrics["events_per_s"]
 
 
+def rate_point(entry: dict, rate: float) -> dict:
+    """`entry`, both modes' runs offered `rate` events a second (`Runs.compare`'s, or a paced bench report), as a
+    point of a rate sweep: with its rate and, per mode, the events/s it processed, whether that sustained the rate
+    and its median micro-batch (s; None off Spark)."""
+    entry["rate"] = rate
+    for mode in MODES:
+        metrics = entry[mode]
+        batch_ms = metrics["engine"].get("batch_duration_ms", {}).get("p50")
+        metrics["processed_per_s"] = processed_per_s(metrics)
+        metrics["sustained"] = (metrics["processed_per_s"] or 0) >= SUSTAINED * rate
+        metrics["batch_s"] = batch_ms / 1000 if batch_ms is not None else None
+    return entry
+
+
 def rate_points(graph, events: dict, runs: Runs, rates: Sequence[float], inputs: dict) -> list:
     """Both modes on the same input offered at every rate of `rates` (events/s)."""
     points = []
     for rate in rates:
         entry, _ = replace(runs, rate=rate).compare(graph, events, f"rate_{rate:g}", inputs,
                                                     f"the input at {rate:g} events/s")
-        entry["rate"] = rate
-        for mode in MODES:
-            metrics = entry[mode]
-            batch_ms = metrics["engine"].get("batch_duration_ms", {}).get("p50")
-            metrics["processed_per_s"] = processed_per_s(metrics)
-            metrics["sustained"] = (metrics["processed_per_s"] or 0) >= SUSTAINED * rate
-            metrics["batch_s"] = batch_ms / 1000 if batch_ms is not None else None
-        points.append(entry)
+        points.append(rate_point(entry, rate))
     return points
 
 
@@ -206,7 +214,12 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     On Spark, both modes first warm up the JVM on the first `warmup_events`
     events of each source (default WARM_UP_EVENTS; 0 for none).
     The other options are `flamespark.run`'s; `rate` paces the local engine's
-    input too.
+    input too. A paced run offers the k-th event of a source k / rate seconds
+    after the start, whatever its event time, so its event time keeps up with
+    the clock only when the events are 1000 / rate ms apart
+    (`flamespark.tools.pace`); for every source and rate at which it runs
+    slower, `bench` prints a warning, and the report keeps them
+    (`pace_warnings`).
     """
     # flamespark.run's errors, and a missing matplotlib, before any work
     check_matplotlib()
@@ -227,6 +240,9 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch,
                 ingest_partitions)
     events = {name: read_input(name, path) for name, path in paths.items()}
+    warnings = pace_warnings(events, [rate, *rates], reorder_latency)
+    for warning in warnings:
+        _progress(f"warning: {warning}")
     warm_up = WARM_UP_EVENTS if warmup_events is None else warmup_events
     # the local engine has no JVM to warm up
     warmed = runs.warm_up(graph, events, warm_up) if engine == "spark" else dict.fromkeys(WARM_UP_FACTS)
@@ -238,6 +254,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
         "late_policy": late,
         "rate": rate,
         "machine": machine(),
+        "pace_warnings": warnings,
         **warmed,
         **main,
     }
@@ -258,6 +275,15 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     write_atomic(out / "report.md", markdown(report))
     write_atomic(out / "report.json", json.dumps(report, indent=2) + "\n")
     return report
+
+
+def pace_warnings(events: dict, rates: Sequence[float | None], reorder_latency) -> list:
+    """A warning (`flamespark.tools.pace.pace_warning`) for each source and offered rate (None: unpaced) at which
+    the source's event time runs slower than the clock, so that its reorder latency waits longer than it says."""
+    first_latency = reorder_latency[0] if isinstance(reorder_latency, (tuple, list)) else reorder_latency
+    found = (pace_warning(name, [ts for ts, _ in pairs], rate, first_latency)
+             for rate in dict.fromkeys(rates) if rate is not None for name, pairs in events.items())
+    return [warning for warning in found if warning is not None]
 
 
 def modes_agree(report: dict) -> bool:

@@ -97,9 +97,10 @@ def markdown(report: dict) -> str:
         f"({facts['late']} late). Machine: {report['machine']['cores']} cores, Python {report['machine']['python']}, "
         f"{report['machine']['platform']}.",
         "",
-        "| | optimistic | buffered |",
-        "|---|---:|---:|",
     ]
+    for warning in report.get("pace_warnings", []):
+        lines += [f"**Warning:** {warning}.", ""]
+    lines += ["| | optimistic | buffered |", "|---|---:|---:|"]
     for label, get in ROWS:
         lines.append(f"| {label} | {number(get(report['optimistic']))} | {number(get(report['buffered']))} |")
     if report.get("warm_up_events"):
@@ -134,7 +135,7 @@ def markdown(report: dict) -> str:
         lines += ["", f"Delays |N(0, {report['sweep'][0]['stddev_ms']:g} ms)|, seed {report['sweep'][0]['seed']}. "
                       "Plot: `sweep.png`.", ""]
     if "rates" in report:
-        lines += _rates(report)
+        lines += rates_markdown(report)
     if "scaling" in report:
         lines += scaling_markdown(report["scaling"])
     return "\n".join(lines)
@@ -160,8 +161,10 @@ def _equality(point: dict) -> str:
     return "NO" if point["late_equal"] else "not compared: the modes took different events as late"
 
 
-def _rates(report: dict) -> list:
-    """The rate sweep: latency, throughput, replay and batch length per offered rate and mode."""
+def rates_markdown(report: dict) -> list:
+    """The lines of a rate sweep's section: latency, throughput, replay and batch length per offered rate and
+    mode (`report["rates"]`, points of `flamespark.tools.bench.rate_point`), and the highest rate each mode
+    sustained (`report["highest_sustained"]`)."""
     lines = [
         "## Latency against offered rate",
         "",

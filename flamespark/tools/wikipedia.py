@@ -9,13 +9,16 @@ Each ``<page>`` of the dump becomes one line of JSON, in file order::
 
 where ``text`` is the wikitext of the page's latest revision.  The events are
 in timestamp order; feed them through ``flamespark disorder`` to get an
-out-of-order stream.
+out-of-order stream.  A paced run offers its events at a rate whatever their
+event time, so for one at R documents a second, ``--rate R`` spaces them
+1000 / R ms apart: their event time then keeps up with the clock, as a live
+stream's does (see ``flamespark.tools.pace``).
 
 With ``--synthetic N`` no dump is needed: N made-up documents whose word
 frequencies follow Zipf's law are generated instead (seeded, reproducible).
 
 Besides the standard library it needs numpy (only for ``--synthetic``) and
-flamespark's option types and atomic file writer.
+flamespark's option types, pacing and atomic file writer.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from datetime import datetime, timezone
 from typing import IO, Callable, Iterable, Iterator
 
 from flamespark.io.atomic import replacing
-from flamespark.tools.arguments import non_negative_int, positive_int
+from flamespark.tools.arguments import non_negative_int, positive_float, positive_int
+from flamespark.tools.pace import real_time_interval_ms
 
 __all__ = [
     "DumpError",
@@ -375,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
             "examples:\n"
             "  %(prog)s enwiki-latest-pages-articles1.xml.bz2 --out wiki.jsonl\n"
             "  %(prog)s --synthetic 10000 --seed 7 --out synth.jsonl\n"
+            "  %(prog)s --synthetic 200 --rate 10 --out synth-10.jsonl\n"
             "  bzcat dump.xml.bz2 | %(prog)s - --out wiki.jsonl\n\n"
             "The output is written atomically (temp file + rename): on error\n"
             "nothing is written and the exit status is 1.\n"),
@@ -387,11 +392,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", "-o", required=True, metavar="EVENTS.jsonl",
         help="output JSONL file (replaced atomically)")
-    parser.add_argument(
+    spacing = parser.add_mutually_exclusive_group()
+    spacing.add_argument(
         "--interval-ms", type=non_negative_int, default=DEFAULT_INTERVAL_MS,
         metavar="MS",
         help="event-time spacing between consecutive pages "
              "(default: %(default)s)")
+    spacing.add_argument(
+        "--rate", type=positive_float, metavar="DOCS_PER_S",
+        help="space the pages 1000 / DOCS_PER_S ms apart, so that offered "
+             "at DOCS_PER_S a second (flamespark bench --rate) their event "
+             "time keeps up with the clock")
     parser.add_argument(
         "--synthetic", type=positive_int, metavar="N",
         help="generate N synthetic documents with Zipf word frequencies "
@@ -430,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
 
     progress = _progress_printer(sys.stderr)
     try:
-        count = write_events(documents, args.out, args.interval_ms,
+        interval_ms = args.interval_ms if args.rate is None else real_time_interval_ms(args.rate)
+        count = write_events(documents, args.out, interval_ms,
                              progress=progress)
     except DumpError as exc:
         _end_progress(progress, sys.stderr)

@@ -13,7 +13,7 @@ from flamespark.cli.bench import sweep_points
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
 from flamespark.tools.bench import WARM_UP_EVENTS, Runs, modes_agree
-from flamespark.tools.bench_plots import plot_batches
+from flamespark.tools.bench_plots import plot_batches, plot_latency
 from flamespark.tools.bench_report import markdown as markdown_of
 from flamespark.tools.disorder import disorder_events
 
@@ -63,6 +63,7 @@ def test_report_compares_both_modes(tmp_path, events_file, capsys):
     assert report["optimistic"]["replay_ratio"] > 1.0
     assert report["buffered"]["replay_ratio"] == 1.0
     assert "sweep" not in report and not (out / "sweep.png").exists()
+    assert report["pace_warnings"] == []  # an unpaced run has no clock to keep up with
     assert not (out / "batches.png").exists()  # the local engine runs no micro-batches
     markdown = (out / "report.md").read_text()
     assert "| replay ratio |" in markdown and "Outputs equal: **yes**" in markdown and "batches.png" not in markdown
@@ -165,6 +166,37 @@ def test_rates_run_both_modes_at_every_offered_rate(tmp_path, events_file):
     # The local engine reports no micro-batches, so none behind its input either.
     assert "| batch p50 (s) | batches behind | items held back (peak) | outputs equal |" in markdown
     assert "| micro-batches behind their input | - | - |" in markdown
+
+
+@pytest.mark.parametrize("spacing_ms, warned", [(20, False), (10, True)])
+def test_a_paced_input_whose_event_time_runs_slower_than_the_clock_is_warned_of(spacing_ms, warned, tmp_path, capsys):
+    """Offered at 50 a second, documents 20 ms apart replay in real time; 10 ms apart, at half the clock."""
+    events = tmp_path / "docs.jsonl"
+    write_jsonl(events, [{"ts": i * spacing_ms, "doc_id": i, "title": "t", "text": "a b"} for i in range(5)])
+    out, report = bench(tmp_path, events, "--rate", "50", "--rates", "100,50")
+    warning = ("at 50 events/s the event time of source 'docs' runs at 0.50x the clock (its 5 events span 0.04 s of "
+               "event time, offered over 0.08 s), so a reorder latency of 200 ms waits about 0.4 s: offer it at 100 "
+               "events/s, or space its events 20 ms apart, to replay it in real time")
+    assert report["pace_warnings"] == ([warning] if warned else [])
+    err = capsys.readouterr().err
+    assert (f"bench: warning: {warning}\n" in err) == warned
+    assert ("; event time ran slower than the clock (see the warnings)" in err) == warned
+    assert (f"**Warning:** {warning}." in (out / "report.md").read_text()) == warned
+
+
+@pytest.mark.parametrize("speculative, final", [((300, 700), (2500, 4200)), ((20, 110), (2500, 3500)),
+                                                 ((0, 90), (2500, 40_000))])
+def test_the_latency_plot_labels_its_time_axis_with_plain_numbers_apart(speculative, final, tmp_path):
+    spread = lambda low, high: list(range(low, high + 1, max(1, (high - low) // 50)))  # noqa: E731
+    latencies = {"speculative": spread(*speculative), "optimistic": spread(*final), "buffered": spread(*final)}
+    axes = plot_latency(latencies, tmp_path / "latency.png").axes[0]
+    assert (tmp_path / "latency.png").read_bytes()[:4] == b"\x89PNG"
+    low, high = axes.get_xlim()
+    labels = [label for label in axes.get_xticklabels() if low <= label.get_position()[0] <= high]
+    assert len(labels) >= 3 and all(re.fullmatch(r"[0-9,.]+", label.get_text()) for label in labels)
+    assert [label.get_text() for label in axes.get_xticklabels(minor=True) if label.get_text()] == []
+    boxes = sorted((box.x0, box.x1) for box in (label.get_window_extent() for label in labels))
+    assert all(right < left for (_, right), (left, _) in zip(boxes, boxes[1:])), boxes
 
 
 def test_batches_plot_draws_a_row_of_plots_per_run(tmp_path):

@@ -117,7 +117,7 @@ def test_cli_subprocess_summary_and_help(tmp_path):
     helptext = processes.run([*COMMAND, "--help"],
                              capture_output=True, text=True, timeout=60)
     assert helptext.returncode == 0
-    for option in ("--out", "--interval-ms", "--synthetic", "--seed", "DUMP"):
+    for option in ("--out", "--interval-ms", "--rate", "--synthetic", "--seed", "DUMP"):
         assert option in helptext.stdout
 
     failing = processes.run([*COMMAND, str(tmp_path / "nope.xml"),
@@ -261,11 +261,20 @@ def test_synthetic_cli(tmp_path):
         [(e["doc_id"], e["title"], e["text"]) for e in e2]
 
 
+@pytest.mark.parametrize("rate, interval_ms", [(10, 100), (3, 333), (20, 50)])
+def test_a_rate_spaces_the_documents_for_event_time_to_keep_up_with_the_clock(tmp_path, rate, interval_ms):
+    out = tmp_path / "docs.jsonl"
+    assert we.main(["--synthetic", "4", "--rate", str(rate), "--out", str(out)]) == 0
+    assert [e["ts"] for e in read_events(out)] == [interval_ms * i for i in range(4)]
+
+
 @pytest.mark.parametrize("argv", [
     [],                                        # neither DUMP nor --synthetic
     ["x.xml", "--synthetic", "3"],             # both
     ["--synthetic", "0"],
     ["--synthetic", "3", "--interval-ms", "-1"],
+    ["--synthetic", "3", "--rate", "0"],
+    ["--synthetic", "3", "--rate", "10", "--interval-ms", "100"],  # one spacing or the other
 ])
 def test_bad_arguments_exit_2(tmp_path, argv):
     with pytest.raises(SystemExit) as info:

@@ -1,22 +1,16 @@
 """benchmarks/rates.py, run as the benchmarks page shows it: one bench a rate, each on documents spaced for it."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests import processes
-
-REPOSITORY = Path(__file__).resolve().parents[2]
+from tests.benchmarks.typed import run_benchmark
 
 
 @pytest.mark.slow
 def test_each_rate_runs_on_documents_whose_event_time_keeps_up_with_the_clock(tmp_path):
     out = tmp_path / "rates"
-    done = processes.run([sys.executable, "benchmarks/rates.py", "--synthetic", "20", "--rates", "50,100",
-                          "--engine", "local", "--reorder-latency", "100", "--out", str(out)],
-                         cwd=REPOSITORY, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = run_benchmark("rates", "--synthetic", "20", "--rates", "50,100", "--engine", "local", "--reorder-latency",
+                         "100", "--out", str(out), timeout=300)
     for rate, spacing_ms in ((50, 20), (100, 10)):
         stamps = sorted(json.loads(line)["ts"] for line in (out / f"docs-{rate}-disordered.jsonl").open())
         assert stamps == [spacing_ms * k for k in range(20)]

@@ -1,16 +1,12 @@
 """The window benchmarks (benchmarks/windows_local.py, benchmarks/windows_vs_spark.py) run end to end at a tiny
 size and report what the issue asks for; their counting helpers against hand-worked cases."""
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from benchmarks import levels, windows_local, windows_vs_spark
-from tests import processes
+from tests.benchmarks.typed import run_benchmark
 from tests.doctests import assert_runs, examples_of
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_examples_in_their_docstrings():
@@ -39,9 +35,7 @@ def test_bytewax_counts_as_the_floor_does_with_lateness_judged_per_key():
 @pytest.mark.slow
 def test_windows_local_runs_every_system_and_finds_their_counts_equal(tmp_path):
     out = tmp_path / "report.json"
-    done = processes.run([sys.executable, "benchmarks/windows_local.py", "--events", "3000", "--memory-events", "4000",
-                          "--no-bytewax", "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    done = run_benchmark("windows_local", "--events", "3000", "--memory-events", "4000", "--no-bytewax", "--out", str(out))
     report = json.loads(out.read_text())
     assert set(report["runs"]) == {"floor", "floor:disordered", "flamespark in order", "flamespark disordered",
                                    "flamespark buffered"}
@@ -53,10 +47,8 @@ def test_windows_local_runs_every_system_and_finds_their_counts_equal(tmp_path):
 
 def test_the_levels_benchmark_runs_both_modes_and_finds_the_levels_exact(tmp_path):
     out = tmp_path / "report.json"
-    done = processes.run([sys.executable, "benchmarks/levels.py", "--seconds", "4", "--latencies", "100,1500",
-                          "--rate", "8000", "--keys", "5", "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    done = run_benchmark("levels", "--seconds", "4", "--latencies", "100,1500", "--rate", "8000", "--keys", "5",
+                         "--out", str(out))
     report = json.loads(out.read_text())
     assert report["equal"] == {mode: {"outputs_equal_min_latency": True, "final_equal_max_latency": True}
                                for mode in ("optimistic", "buffered")}

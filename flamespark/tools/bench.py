@@ -278,10 +278,11 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
 
 
 def pace_warnings(events: dict, rates: Sequence[float | None], reorder_latency) -> list:
-    """A warning (`flamespark.tools.pace.pace_warning`) for each source and offered rate (None: unpaced) at which
-    the source's event time runs slower than the clock, so that its reorder latency waits longer than it says."""
+    """A warning (`flamespark.tools.pace.pace_warning`) for each source and offered rate (None: unpaced; the
+    sources taken in turn, each at its share) at which the source's event time runs slower than the clock, so that
+    its reorder latency waits longer than it says."""
     first_latency = reorder_latency[0] if isinstance(reorder_latency, (tuple, list)) else reorder_latency
-    found = (pace_warning(name, [ts for ts, _ in pairs], rate, first_latency)
+    found = (pace_warning(name, [ts for ts, _ in pairs], rate, first_latency, len(events))
              for rate in dict.fromkeys(rates) if rate is not None for name, pairs in events.items())
     return [warning for warning in found if warning is not None]
 

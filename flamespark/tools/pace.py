@@ -45,10 +45,11 @@ def event_time_pace(stamps: Sequence[int], rate: float) -> float | None:
     return (max(stamps) - min(stamps)) / ((len(stamps) - 1) * 1000 / rate)
 
 
-def pace_warning(source: str, stamps: Sequence[int], rate: float, reorder_latency: int) -> str | None:
+def pace_warning(source: str, stamps: Sequence[int], rate: float, reorder_latency: int,
+                 sources: int = 1) -> str | None:
     """A warning that source `source`'s event time (its events' times `stamps`) runs slower than the clock
-    offered at `rate` events a second, saying what a `reorder_latency` (ms) then waits and how to replay it in
-    real time; None when it keeps up.
+    offered at `rate` events a second over `sources` sources taken in turn (each at rate / sources), saying what a
+    `reorder_latency` (ms) then waits and how to replay it in real time; None when it keeps up.
 
     >>> print(pace_warning("docs", [50 * k for k in range(200)], rate=10, reorder_latency=3000))
     at 10 events/s the event time of source 'docs' runs at 0.50x the clock (its 200 events span 9.95 s of event \
@@ -56,17 +57,23 @@ time, offered over 19.9 s), so a reorder latency of 3000 ms waits about 6 s: off
 its events 100 ms apart, to replay it in real time
     >>> pace_warning("docs", [100 * k for k in range(200)], rate=10, reorder_latency=3000) is None
     True
+    >>> print(pace_warning("b", [100 * k for k in range(200)], rate=10, reorder_latency=3000, sources=4))
+    at 10 events/s (2.5 for each of 4 sources) the event time of source 'b' runs at 0.25x the clock (its 200 events \
+span 19.9 s of event time, offered over 79.6 s), so a reorder latency of 3000 ms waits about 12 s: offer it at 40 \
+events/s, or space its events 400 ms apart, to replay it in real time
     """
-    pace = event_time_pace(stamps, rate)
+    own_rate = rate / sources
+    pace = event_time_pace(stamps, own_rate)
     if pace is None or pace >= SLOWER_THAN_THE_CLOCK:
         return None
-    offered_s = (len(stamps) - 1) / rate
-    spacing = f"space its events {real_time_interval_ms(rate)} ms apart"
+    offered_s = (len(stamps) - 1) / own_rate
+    spacing = f"space its events {real_time_interval_ms(own_rate)} ms apart"
     if pace > 0:
         waits = f"about {reorder_latency / pace / 1000:.3g} s"
         advice = f"offer it at {rate / pace:.3g} events/s, or {spacing},"
     else:  # one event time throughout: no punctuation passes it before the input ends
         waits, advice = "until the input ends", spacing
-    return (f"at {rate:g} events/s the event time of source {source!r} runs at {pace:.2f}x the clock (its "
+    share = f" ({own_rate:g} for each of {sources} sources)" if sources > 1 else ""
+    return (f"at {rate:g} events/s{share} the event time of source {source!r} runs at {pace:.2f}x the clock (its "
             f"{len(stamps)} events span {pace * offered_s:.3g} s of event time, offered over {offered_s:.3g} s), so "
             f"a reorder latency of {reorder_latency} ms waits {waits}: {advice} to replay it in real time")

@@ -12,7 +12,7 @@ from flamespark.cli import main
 from flamespark.cli.bench import sweep_points
 from flamespark.io.jsonl import write_jsonl
 from flamespark.tools.bench import bench as run_bench
-from flamespark.tools.bench import WARM_UP_EVENTS, Runs, modes_agree
+from flamespark.tools.bench import WARM_UP_EVENTS, Runs, modes_agree, pace_warnings
 from flamespark.tools.bench_plots import plot_batches, plot_latency
 from flamespark.tools.bench_report import markdown as markdown_of
 from flamespark.tools.disorder import disorder_events
@@ -182,6 +182,17 @@ def test_a_paced_input_whose_event_time_runs_slower_than_the_clock_is_warned_of(
     assert (f"bench: warning: {warning}\n" in err) == warned
     assert ("; event time ran slower than the clock (see the warnings)" in err) == warned
     assert (f"**Warning:** {warning}." in (out / "report.md").read_text()) == warned
+
+
+def test_each_of_several_sources_keeps_up_with_the_clock_at_its_share_of_the_rate():
+    """Two sources taken in turn at 20 events/s are each offered 10 a second: 100 ms apart keeps up."""
+    spaced = lambda ms: [(ms * k, {}) for k in range(50)]  # noqa: E731
+    assert pace_warnings({"a": spaced(100), "b": spaced(100)}, [20, None], 3000) == []
+    # once for a rate given twice, none unpaced; of several latencies, the first (the release's)
+    assert pace_warnings({"a": spaced(100), "b": spaced(50)}, [20, None, 20], (3000, 9000)) == [
+        "at 20 events/s (10 for each of 2 sources) the event time of source 'b' runs at 0.50x the clock (its 50 "
+        "events span 2.45 s of event time, offered over 4.9 s), so a reorder latency of 3000 ms waits about 6 s: "
+        "offer it at 40 events/s, or space its events 100 ms apart, to replay it in real time"]
 
 
 @pytest.mark.parametrize("speculative, final", [((300, 700), (2500, 4200)), ((20, 110), (2500, 3500)),

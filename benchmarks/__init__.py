@@ -1,6 +1,7 @@
 """FlameSpark's internal benchmarks: not installed with it, run from the root of a checkout.
 
     python benchmarks/core.py DOCS.jsonl     # the local engine against plain Python, paced and overloaded
+    python benchmarks/rates.py DUMP          # both modes at several rates, each replayed in real time
     python benchmarks/windows_local.py       # windowed counts on the local engine against a floor and Bytewax
     python benchmarks/windows_vs_spark.py    # windowed counts on Spark against Spark's own windowed aggregation
     python benchmarks/levels.py              # several reorder latencies against one each

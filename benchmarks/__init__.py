@@ -3,7 +3,9 @@
     python benchmarks/core.py DOCS.jsonl     # the local engine against plain Python, paced and overloaded
     python benchmarks/rates.py DUMP          # both modes at several rates, each replayed in real time
     python benchmarks/windows_local.py       # windowed counts on the local engine against a floor and Bytewax
+    python benchmarks/running_sum.py         # running sums through a user update, against a floor and Bytewax
     python benchmarks/windows_vs_spark.py    # windowed counts on Spark against Spark's own windowed aggregation
+    python benchmarks/dataframes_vs_run.py   # a windowed count through flamespark.spark.stream against flamespark.run
     python benchmarks/levels.py              # several reorder latencies against one each
     python benchmarks/sorters.py --quick     # the Impatience sorter against a heap and sort-then-merge buffers
     python benchmarks/overhead.py            # FlameSpark on Spark against an order-ignorant stateful query

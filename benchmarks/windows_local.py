@@ -55,7 +55,7 @@ import numpy as np
 if not __package__:  # run as `python benchmarks/windows_local.py`: this checkout's packages first
     import _checkout  # noqa: F401
 
-from benchmarks.lib.measure import in_child, memory_mb, reset_peak
+from benchmarks.lib.measure import in_child, memory_mb, reset_peak, timed
 from flamespark.tools.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_int)
 from flamespark.tools.disorder import disorder_pairs
@@ -103,35 +103,43 @@ def count_graph(size: int):
 
 def _measured(count_windows, pairs: list) -> dict:
     """Time `count_windows(pairs) -> (counts, facts)`; `counts` maps `(key, start)` to the count."""
-    reset_peak()
-    before_mb = memory_mb("VmRSS")
-    started_wall, started_cpu = time.perf_counter(), time.process_time()
-    counts, facts = count_windows(pairs)
-    wall_s = time.perf_counter() - started_wall
-    return {"wall_s": wall_s, "cpu_s": time.process_time() - started_cpu, "events_per_s": len(pairs) / wall_s,
-            "windows": len(counts), "before_run_mb": before_mb, "peak_mb": memory_mb(), **facts, "counts": counts}
+    (counts, facts), took = timed(lambda: count_windows(pairs))
+    return {**took, "events_per_s": len(pairs) / took["wall_s"], "windows": len(counts), **facts, "counts": counts}
+
+
+def on_time(pairs: list, reorder_latency: int, clock=None) -> tuple[list, int]:
+    """The pairs that are not late, sorted by time (a stable sort), and how many were late. An event is late when
+    it is more than `reorder_latency` behind the newest before it in arrival order, or with `clock` (a function of
+    the payload), the newest before it of the same `clock(payload)`: Bytewax keeps its clock in each key's state.
+
+    >>> on_time([(1000, "a"), (1100, "a"), (800, "b"), (900, "a")], reorder_latency=256)
+    ([(900, 'a'), (1000, 'a'), (1100, 'a')], 1)
+    >>> on_time([(1000, "a"), (1100, "a"), (800, "b"), (900, "a")], 256, clock=lambda key: key)
+    ([(800, 'b'), (900, 'a'), (1000, 'a'), (1100, 'a')], 0)
+    """
+    newest, kept, late = {}, [], 0
+    for ts, payload in pairs:
+        judged_by = clock(payload) if clock else None
+        if judged_by in newest and ts < newest[judged_by] - reorder_latency:
+            late += 1
+            continue
+        if ts > newest.get(judged_by, ts - 1):
+            newest[judged_by] = ts
+        kept.append((ts, payload))
+    kept.sort(key=itemgetter(0))
+    return kept, late
 
 
 def floor_counts(pairs: list, size: int, reorder_latency: int, per_key: bool = False) -> tuple[dict, dict]:
     """The plain program: drop the late events, sort the others by time and count them per key and window.
-    An event is late when it is more than `reorder_latency` behind the newest before it, or with `per_key`,
-    the newest of its key (as Bytewax judges it: its clock lives in each key's state).
+    Lateness is judged as `on_time` judges it, with `per_key` against the newest event of the same key.
 
     >>> floor_counts([(1000, "a"), (1100, "a"), (800, "b"), (900, "a")], size=1000, reorder_latency=256)
     ({('a', 0): 1, ('a', 1000): 2}, {'late': 1})
     >>> floor_counts([(1000, "a"), (1100, "a"), (800, "b"), (900, "a")], 1000, 256, per_key=True)[0]
     {('b', 0): 1, ('a', 0): 1, ('a', 1000): 2}
     """
-    newest, kept, late = {}, [], 0
-    for ts, key in pairs:
-        clock = key if per_key else None
-        if clock in newest and ts < newest[clock] - reorder_latency:
-            late += 1
-            continue
-        if ts > newest.get(clock, ts - 1):
-            newest[clock] = ts
-        kept.append((ts, key))
-    kept.sort(key=itemgetter(0))
+    kept, late = on_time(pairs, reorder_latency, (lambda key: key) if per_key else None)
     counts = {}
     for ts, key in kept:
         window = (key, ts - ts % size)
@@ -152,6 +160,18 @@ def flamespark_counts(pairs, size: int, reorder_latency: int, mode: str) -> tupl
     return counts, {"late": len(result.late), "replay_ratio": result.metrics["replay_ratio"]}
 
 
+def bytewax_windowing(ts_getter, reorder_latency: int, size: int) -> tuple:
+    """Bytewax's event clock that waits `reorder_latency` ms, `ts_getter(item)` an item's event time (a UTC
+    datetime), and its tumbling windower of `size` ms, aligned to the epoch: window `n` starts at `n * size`."""
+    from bytewax.operators import windowing
+
+    # A constant "system time" makes the watermark the newest event time less the wait, as FlameSpark's
+    # punctuation is; with the real clock, the watermark would also advance with the machine's time.
+    clock = windowing.EventClock(ts_getter, wait_for_system_duration=timedelta(milliseconds=reorder_latency),
+                                 now_getter=lambda: EPOCH, to_system_utc=lambda _: None)
+    return clock, windowing.TumblingWindower(length=timedelta(milliseconds=size), align_to=EPOCH)
+
+
 def bytewax_counts(pairs: list, size: int, reorder_latency: int, batch_size: int) -> tuple[dict, dict]:
     """Bytewax's `count_window` over the same events; `emitted` counts what it sent down, `late` what it set
     aside as late."""
@@ -162,12 +182,7 @@ def bytewax_counts(pairs: list, size: int, reorder_latency: int, batch_size: int
 
     flow = Dataflow("windowed_count")
     stream = op.input("events", flow, TestingSource(pairs, batch_size))
-    # A constant "system time" makes the watermark the newest event time less the wait, as FlameSpark's
-    # punctuation is; with the real clock, the watermark would also advance with the machine's time.
-    clock = windowing.EventClock(lambda event: EPOCH + timedelta(milliseconds=event[0]),
-                                 wait_for_system_duration=timedelta(milliseconds=reorder_latency),
-                                 now_getter=lambda: EPOCH, to_system_utc=lambda _: None)
-    windower = windowing.TumblingWindower(length=timedelta(milliseconds=size), align_to=EPOCH)
+    clock, windower = bytewax_windowing(lambda event: EPOCH + timedelta(milliseconds=event[0]), reorder_latency, size)
     counted = windowing.count_window("count", stream, clock, windower, key=lambda event: str(event[1]))
     down, late = [], []
     op.output("down", counted.down, TestingSink(down))
@@ -209,15 +224,17 @@ def memory_run(count: int, keys: int, seed: int, disorder: tuple, size: int, reo
 
 # --- the report ----------------------------------------------------------------------------------------------
 
-def compare(runs: dict, floors: dict) -> dict:
-    """Per run, whether its counts equal the floor's on the same input; the counts leave the report here."""
+def compare(runs: dict, floors: dict, field: str = "counts", parts: str = "windows") -> dict:
+    """Per run, whether its `field` equals the floor's on the same input; the `field` leaves the report here. A
+    `field` is a dict of `parts` (the counts: one entry per window); where it differs, the run's report says in how
+    many of them (`differing_windows`)."""
     equal = {}
     for name, measured in runs.items():
-        counts = measured.pop("counts")
-        equal[name] = counts == floors[measured["input"]]
+        results, reference = measured.pop(field), floors[measured["input"]]
+        equal[name] = results == reference
         if not equal[name]:
-            reference = floors[measured["input"]]
-            measured["differing_windows"] = sum(counts.get(w) != reference.get(w) for w in set(counts) | set(reference))
+            measured[f"differing_{parts}"] = sum(results.get(part) != reference.get(part)
+                                                 for part in set(results) | set(reference))
     return equal
 
 

@@ -8,8 +8,8 @@ from flamespark.result import Result
 from flamespark.runtime.options import RunOptions
 
 
-def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, late="drop",
-        punctuate_every=1, *, rate=None, changes=False, progress=None, idle_timeout=None, sinks=None,
+def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, late="drop", *,
+        batch_size=None, rate=None, changes=False, progress=None, idle_timeout=None, sinks=None,
         **engine_options) -> Result:
     """Run `graph` over `inputs` and return the released outputs.
 
@@ -20,14 +20,16 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     are late and handled by `late` ("drop", "adjust" or "fail"). With several
     increasing latencies, `reorder_latency=(D1, ..., Dn)`, the
     outputs are those of D1 and `Result.corrections` holds what each later
-    latency changes among them (see flamespark.runtime.corrections). The local
-    engine issues a punctuation every `punctuate_every` events. `mode` is
+    latency changes among them (see flamespark.runtime.corrections). Events
+    move in batches, and a punctuation follows each: the local engine takes
+    `batch_size` events a batch (1,000 by default; unpaced runs), Spark a
+    micro-batch; the outputs are the same for any batches. `mode` is
     "optimistic" or "buffered" (the buffer-and-sort baseline); both release
     the same outputs. With `rate` (events/s) the inputs arrive paced, and
     latency counts from each event's arrival. With `changes=True` the result
-    also has each sink's changelog: every output as soon as it is computed
-    (`+`) and, at the end of the event's step, every retraction (`-`, naming
-    the late event that caused it). With `progress` the run keeps a status
+    also has each sink's changelog: at the end of each batch, every output it
+    computed (`+`) and every retraction (`-`, naming the late event that
+    caused it). With `progress` the run keeps a status
     line on stderr (by default, if stderr is a terminal). `idle_timeout` (s,
     Spark) stops a silent source from holding back the others' releases. The
     Spark engine's own options (`master`, `checkpoint`, `shards`,
@@ -50,11 +52,11 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
     >>> g.source("numbers").stateful(key=lambda n: n % 2, update=add).sink("out")
     >>> fs.run(g, {"numbers": [(2, 2), (1, 1), (4, 4)]}, reorder_latency=5).outputs
     {'out': [1, 2, 6]}
-    >>> late = fs.run(g, {"numbers": [(2, 2), (4, 4), (0, 6)]}, reorder_latency=5, changes=True)
+    >>> late = fs.run(g, {"numbers": [(2, 2), (4, 4), (0, 6)]}, reorder_latency=5, changes=True, batch_size=2)
     >>> [(c["op"], c["ts"], c["payload"]) for c in late.changes["out"]]
     [('+', 2, 2), ('+', 4, 6), ('+', 0, 6), ('+', 2, 8), ('+', 4, 12), ('-', 2, 2), ('-', 4, 6)]
     """
-    options = RunOptions.of(engine, mode, reorder_latency, late, punctuate_every, idle_timeout=idle_timeout,
+    options = RunOptions.of(engine, mode, reorder_latency, late, batch_size, idle_timeout=idle_timeout,
                             rate=rate, changes=changes, progress=progress, **engine_options)
     topics = kafka_sinks(sinks, graph.sinks)
     check_input_names(graph.sources, inputs)

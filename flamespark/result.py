@@ -17,7 +17,10 @@ class Result:
     later levels change among its outputs, records `{"op", "ts", "payload",
     "cause", "level"}` in release order (see flamespark.runtime.corrections).
 
-    A running total whose second value comes late, with its changelog:
+    A running total whose second value comes late, with its changelog
+    (`batch_size=1` makes each event a step of its own, as a live stream
+    that the engine keeps up with applies it; a list's events would all
+    land in one batch, applied in meta order, and nothing would be retracted):
 
     >>> import flamespark as fs
     >>> def add(total, value):
@@ -25,7 +28,7 @@ class Result:
     ...     return total, [total]
     >>> graph = fs.Graph("totals")
     >>> graph.source("values").stateful(key=lambda value: 0, update=add).sink("totals")
-    >>> result = fs.run(graph, {"values": [(5, 2), (3, 1)]}, reorder_latency=10, changes=True)
+    >>> result = fs.run(graph, {"values": [(5, 2), (3, 1)]}, reorder_latency=10, changes=True, batch_size=1)
     >>> result.outputs, result.late, result.metrics["released"]
     ({'totals': [1, 3]}, [], 2)
     >>> for record in result.changes["totals"]:

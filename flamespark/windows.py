@@ -102,7 +102,8 @@ class Window:
         return self._aggregated(Aggregate.count())
 
     def sum(self, value=None):
-        """The sum of `value(payload)` over each window, added in event-time order.
+        """The sum of `value(payload)` over each window: ints as ints; with floats, the correctly rounded sum (as
+        `math.fsum` gives it), whatever the order.
 
         >>> import flamespark as fs
         >>> g = fs.Graph("energy")
@@ -136,7 +137,7 @@ class Window:
         return self._aggregated(Aggregate.max(self._value(value, "max")))
 
     def mean(self, value=None):
-        """The mean of `value(payload)` over each window (a float; its sum added in event-time order).
+        """The mean of `value(payload)` over each window (a float; its sum correctly rounded, as `sum`'s).
 
         >>> import flamespark as fs
         >>> g = fs.Graph("means")

@@ -1,12 +1,12 @@
-"""Engine-agnostic operators: items in, items and tombstones out.
+"""Engine-agnostic operators: batches of items and tombstones in, batches out (see `flamespark.core.batch`).
 
-A stateless operator runs inline (`inline(send)`). A boundary operator
-(keyed, or the baseline's buffer) is handed its state on every call:
-`process(item, state)` and `punctuate(T, state)`, or, as engines run it, the
-items of a step at once (`take(items, state, send)`) and then `flush(state)`;
-the engine keeps the state (`new_state()`, or its own implementation of
-`operators.store.KeyedState`).
-Engines only move items between operators; none re-implements their logic.
+A stateless operator is a function of a batch (`apply(batch)`). A boundary
+operator (keyed, a window, or the baseline's buffer) is handed its state on
+every call: a step's batch (`take(batch, state)`) and each punctuation
+(`punctuate(T, state)`), each returning the batch of what it makes; the
+engine keeps the state (`new_state()`, or its own implementation over a
+state store). Engines only move batches between operators; none
+re-implements their logic.
 """
 from operators.buffer_sort import BufferSort
 from operators.grouping import Bucket, WindowedGrouping

@@ -1,19 +1,30 @@
-"""What a window makes of its payloads: `finish(fold(add, zero, payloads in event-time order))`.
+"""What a window makes of its payloads: an `Aggregate`.
 
-An `Aggregate` folds a window's items from a fresh `zero` (a new copy of it,
-if it can change), and carries on from where it stopped when items are
-appended in order. The built-ins (`count`, `sum`, `min`, `max`, `mean`,
-`collect`) are aggregates too; `sum` and `mean` add in event-time order, as
-float addition is not associative.
+Two kinds:
+
+- *Incremental* aggregates (`count`, `sum`, `mean`) keep only an
+  accumulator per window, and take each item (weight +1) and tombstone
+  (weight -1) into it as it comes, in any order (`step`): their value does
+  not depend on the order of the payloads. Sums are exact: integers add as
+  Python's ints do, floats as an exact multi-part sum rounded once at the
+  end, so a float sum is the correctly rounded sum of the window's values
+  (what `math.fsum` gives), whatever the arrival order.
+- *Folding* aggregates (`min`, `max`, `collect`, `aggregate(add, ...)`) fold
+  the window's payloads in event-time order, `finish(fold(add, zero,
+  payloads))`: a window keeps its items and folds them when its result is
+  due, carrying on from where it stopped when items were appended in order.
 
 >>> from flamespark.core.items import Item, Meta
 >>> items = [Item(Meta(ts, "s", 0), {"v": ts}, b"") for ts in (1, 2, 4)]
 >>> mean = Aggregate.mean(lambda p: p["v"])
->>> acc = mean.fold(mean.start(), items, 0, None)
->>> mean.finish(acc)
-2.3333333333333335
+>>> acc = mean.start()
+>>> for item in items:
+...     acc = mean.step(acc, item.payload, 1)
+>>> mean.finish(mean.step(acc, {"v": 4}, -1))
+1.5
 """
 import copy
+import math
 
 from flamespark.core.errors import FlameSparkError
 
@@ -22,19 +33,20 @@ from flamespark.core.errors import FlameSparkError
 IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None)})
 
 
-def _identity(payload):
+def _same(payload):
     return payload
 
 
 class Aggregate:
-    """`add(acc, payload) -> acc` from `zero`, then `finish(acc)`; `merge(a, b)` if the user promised one.
+    """A folding aggregate: `add(acc, payload) -> acc` from `zero`, then `finish(acc)`; `merge(a, b)` if the user
+    promised one (see `Window.aggregate`).
 
     `role` names the user function that an error in `add` comes from (`add`
     for a user's aggregate, `value` for a built-in reading its number with a
     user's function), and `kind` the aggregate as graphs draw it.
     """
 
-    __slots__ = ("add", "zero", "merge", "_finish", "finishes", "role", "kind", "_fresh")
+    incremental = False
 
     def __init__(self, add, zero=None, merge=None, finish=None, role="add", kind="aggregate"):
         self.add = add
@@ -71,16 +83,19 @@ class Aggregate:
 
     @classmethod
     def count(cls) -> "Aggregate":
-        return _Count()
+        return Count()
 
     @classmethod
     def sum(cls, value=None) -> "Aggregate":
-        value = value or _identity
-        return cls(lambda acc, payload: acc + value(payload), 0, role="value", kind="sum")
+        return Sum(value or _same)
+
+    @classmethod
+    def mean(cls, value=None) -> "Aggregate":
+        return Mean(value or _same)
 
     @classmethod
     def min(cls, value=None) -> "Aggregate":
-        value = value or _identity
+        value = value or _same
 
         def smaller(acc, payload):
             number = value(payload)
@@ -90,7 +105,7 @@ class Aggregate:
 
     @classmethod
     def max(cls, value=None) -> "Aggregate":
-        value = value or _identity
+        value = value or _same
 
         def larger(acc, payload):
             number = value(payload)
@@ -99,14 +114,8 @@ class Aggregate:
         return cls(larger, None, role="value", kind="max")
 
     @classmethod
-    def mean(cls, value=None) -> "Aggregate":
-        value = value or _identity
-        return cls(lambda acc, payload: (acc[0] + 1, acc[1] + value(payload)), (0, 0), None, _mean, role="value",
-                   kind="mean")
-
-    @classmethod
     def collect(cls, value=None) -> "Aggregate":
-        value = value or _identity
+        value = value or _same
 
         def append(acc, payload):
             acc.append(value(payload))
@@ -115,19 +124,116 @@ class Aggregate:
         return cls(append, [], role="value", kind="collect")
 
 
-class _Count(Aggregate):
-    """The number of items: a fold adds how many there are, with no call per item."""
+class Incremental(Aggregate):
+    """An aggregate whose accumulator takes items and tombstones in any order: `step(acc, payload, weight)`.
+    Its accumulators are msgpack-able, so that a state store keeps them as they are."""
 
-    __slots__ = ()
+    incremental = True
+
+    def __init__(self, kind: str):
+        super().__init__(None, None, role="value", kind=kind)
+        self.add = self._fold_step
+
+    def _fold_step(self, acc, payload):
+        return self.step(acc, payload, 1)
+
+    def step(self, acc, payload, weight: int):
+        raise NotImplementedError
+
+
+class Count(Incremental):
+    """The number of items."""
 
     def __init__(self):
-        super().__init__(None, 0, kind="count")
+        super().__init__("count")
+        self.zero = 0
 
-    def fold(self, acc, items, start, failure):
-        return acc + len(items) - start
+    def start(self):
+        return 0
+
+    def step(self, acc, payload, weight):
+        return acc + weight
+
+    def finish(self, acc):
+        return acc
 
 
-def _mean(acc):
-    count, total = acc
-    return total / count
+class Sum(Incremental):
+    """The exact sum of `value(payload)`: ints as ints; with floats among the values, the correctly rounded sum.
 
+    Its accumulator is `[int total, float parts, live floats, infinities and NaNs]`: the float parts are
+    non-overlapping floats whose sum is exactly that of the finite floats taken (Shewchuk's algorithm, as
+    `math.fsum` keeps them), `live floats` the net number of float values, and the last three counts of +inf,
+    -inf and NaN values, which no part can hold.
+    """
+
+    def __init__(self, value, kind: str = "sum"):
+        super().__init__(kind)
+        self.value = value
+
+    def start(self):
+        return [0, [], 0, [0, 0, 0]]
+
+    def step(self, acc, payload, weight):
+        number = self.value(payload)
+        kind = type(number)
+        if kind is int or kind is bool:
+            acc[0] += number * weight
+        elif kind is float:
+            acc[2] += weight
+            if math.isfinite(number):
+                _add_exactly(acc[1], number if weight > 0 else -number)
+            else:
+                acc[3][2 if number != number else 0 if number > 0 else 1] += weight
+        else:
+            raise TypeError(f"a sum's values must be ints or floats, got {kind.__name__}: {number!r}")
+        return acc
+
+    def finish(self, acc):
+        return _total(acc)
+
+
+class Mean(Sum):
+    """The exact sum of `value(payload)` (see `Sum`) over the number of items; its accumulator is a `Sum`'s with
+    that number appended."""
+
+    def __init__(self, value):
+        super().__init__(value, "mean")
+
+    def start(self):
+        return [*super().start(), 0]
+
+    def step(self, acc, payload, weight):
+        super().step(acc, payload, weight)
+        acc[4] += weight
+        return acc
+
+    def finish(self, acc):
+        return _total(acc) / acc[4]
+
+
+def _add_exactly(parts: list, number: float):
+    """Add `number` to `parts`, keeping their sum exact (Shewchuk's algorithm, as `math.fsum` runs it)."""
+    kept = 0
+    for part in parts:
+        if abs(number) < abs(part):
+            number, part = part, number
+        high = number + part
+        low = part - (high - number)
+        if low:
+            parts[kept] = low
+            kept += 1
+        number = high
+    parts[kept:] = [number]
+
+
+def _total(acc):
+    """A `Sum` accumulator's value: its int total, or with floats live the correctly rounded sum of everything."""
+    total, parts, floats, (positive, negative, nan) = acc[:4]
+    if not floats:
+        return total
+    if nan or (positive and negative):
+        return math.nan
+    if positive or negative:
+        return math.inf if positive else -math.inf
+    return math.fsum([*parts, total])

@@ -29,68 +29,64 @@ def _raised_at(exc: Exception) -> str:
 
 
 class Operator:
-    """Base of all operators; a stateless one runs inline, as `inline(send)` makes it."""
+    """Base of all operators. A stateless one is a function of a batch, `apply(batch)`: one batch out, or with
+    ports one per port."""
 
     kind = "operator"
-    # Engines route items across a boundary operator by key; stateless ones run inline.
+    # Engines route batches across a boundary operator by key; stateless ones are applied on the way.
     boundary = False
-    # A stateless operator's `inline` takes one function for all its targets, or one per target if it has ports.
+    # How many output streams a stateless operator's `apply` gives, if it has ports (a tuple of batches).
     ports = 0
 
     def __init__(self, name: str):
         self.name = name
 
-    def inline(self, send):
-        """The function that runs this stateless operator on one item, handing each output to `send` in order."""
-        raise NotImplementedError
+    def apply(self, batch):
+        """This stateless operator's output for `batch` (with ports, one batch per port): how an engine runs it,
+        and how to run one on its own.
 
-    def process(self, item) -> list:
-        """One item's outputs as a list, for running an operator on its own; with ports, one list per port.
-
-        >>> from flamespark.core.items import Item, Meta
+        >>> from flamespark.core.batch import Batch
+        >>> from flamespark.core.items import Meta
         >>> from operators import BranchOperator
         >>> odd = BranchOperator("odd", lambda n: n % 2 == 1)
-        >>> [[item.payload for item in port] for port in odd.process(Item(Meta(0, "s", 0), 3, b"\\x03"))]
-        [[3], []]
+        >>> numbers = Batch([Meta(0, "s", 0, (0,)), Meta(1, "s", 0, (1,))], [3, 4], [b"\\x03", b"\\x04"], [1, 1],
+        ...                 [0.0, 0.0])
+        >>> [port.payloads for port in odd.apply(numbers)]
+        [[3], [4]]
         """
-        if not self.ports:
-            outputs = []
-            self.inline(outputs.append)(item)
-            return outputs
-        ports = [[] for _ in range(self.ports)]
-        self.inline(*(port.append for port in ports))(item)
-        return ports
-
-    def guarded(self, role: str, fn):
-        """`fn` as a function of an item, called on its payload; an exception it raises becomes the
-        UserFunctionError that names this operator, the `role` function and the event."""
-        failure = self.failure
-
-        def call(item):
-            try:
-                return fn(item.payload)
-            except FlameSparkError:
-                raise
-            except Exception as exc:
-                raise failure(role, exc, item) from exc
-
-        return call
+        raise NotImplementedError
 
     def failure(self, role: str, exc: Exception, item) -> UserFunctionError:
-        """The error to raise when the `role` function raised `exc` on `item`. It says where, as a command line
-        shows only the message."""
+        """The error to raise when the `role` function raised `exc` on `item` (anything with a `meta` and a
+        `payload`). It says where, as a command line shows only the message."""
         return UserFunctionError(
             f"{role} function of {self.kind} operator {self.name!r} raised "
             f"{type(exc).__name__}: {exc} (on {item.meta.describe()}, payload {_short(item.payload)})"
             f"{_raised_at(exc)}"
         )
 
+    def called(self, role: str, fn, batch) -> list:
+        """`fn(payload)` of each row of `batch`, in one loop; an exception it raises becomes the
+        UserFunctionError that names this operator, the `role` function and the row's event."""
+        results = []
+        append = results.append
+        try:
+            for payload in batch.payloads:
+                append(fn(payload))
+        except FlameSparkError:
+            raise
+        except Exception as exc:
+            raise self.failure(role, exc, batch.item(len(results))) from exc
+        return results
+
 
 class BoundaryOperator(Operator):
     """An operator with state, which its engine keeps and hands it on every call.
 
     The operator object itself holds only its parameters, so one plan serves
-    any number of states (one per run, or one per shard and batch).
+    any number of states (one per run, or one per shard and batch). An
+    engine hands it each step's batch (`take`) and each punctuation
+    (`punctuate`); both return the batch of what they make.
     """
 
     boundary = True
@@ -99,26 +95,10 @@ class BoundaryOperator(Operator):
         """An empty in-memory state for this operator."""
         raise NotImplementedError
 
-    def process(self, item, state) -> list:
+    def take(self, batch, state):
+        """Apply a step's `batch` to `state`; returns the batch of items and tombstones it makes."""
         raise NotImplementedError
 
-    def punctuate(self, time, state) -> list:
-        """Apply punctuation `time`; returns the items it releases."""
+    def punctuate(self, time, state):
+        """Apply punctuation `time`; returns the batch of what it releases (None if nothing)."""
         raise NotImplementedError
-
-    def add(self, item, state) -> list:
-        """`process`, except that work may wait for the next `flush`."""
-        return self.process(item, state)
-
-    def take(self, items, state, send):
-        """`add` each of `items` in turn, handing the items each makes to `send` (as engines run a boundary
-        operator: all that reached it in a step at once)."""
-        for item in items:
-            for made in self.add(item, state):
-                send(made)
-
-    def flush(self, state) -> list:
-        """Do the work `add` calls left waiting since the last flush (engines flush at the end of each step,
-        and so before a punctuation); returns the items it makes."""
-        return []
-

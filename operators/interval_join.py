@@ -181,16 +181,18 @@ class JoinOperator(KeyedOperator):
     """Joins the items of its two tagged inputs (see the module's docstring), keyed by `key(l)` on the left and
     `spec.right_key(r)` on the right.
 
+    >>> from flamespark.core.batch import Batch
     >>> from flamespark.core.codec import pack
     >>> from flamespark.core.items import Item, Meta
     >>> join = JoinOperator("ads", lambda e: e["ad"], JoinSpec(lambda e: e["ad"], 0, 60, "left"))
     >>> state = join.new_state()
     >>> shown = {"ad": "x"}
-    >>> [r.payload for r in join.process(Item(Meta(0, "shown", 0, (0, LEFT)), shown, pack(shown)), state)]
+    >>> join.take(Batch.of_items([Item(Meta(0, "shown", 0, (0, LEFT)), shown, pack(shown))]), state).payloads
     [{'left': {'ad': 'x'}, 'right': None}]
     >>> click = {"ad": "x", "user": 7}
-    >>> [(r.tombstone, r.payload["right"]) for r in join.process(Item(Meta(20, "clicks", 0, (0, RIGHT)), click, pack(click)), state)]
-    [(False, {'ad': 'x', 'user': 7}), (True, None)]
+    >>> made = join.take(Batch.of_items([Item(Meta(20, "clicks", 0, (0, RIGHT)), click, pack(click))]), state)
+    >>> [(weight, payload["right"]) for weight, payload in zip(made.weights, made.payloads)]
+    [(1, {'ad': 'x', 'user': 7}), (-1, None)]
     """
 
     kind = "interval_join"
@@ -223,10 +225,9 @@ class JoinOperator(KeyedOperator):
         key = self._called("right key" if side else "key", self._keys[side], item.payload, item)
         return self._encoded(key, item)
 
-    def take(self, items, state, send):
-        for item in items:
-            self.apply(self.key_of(item), item, state, send)
-        state.touched += len(items)
+    def keys_of(self, batch) -> list:
+        """The encoding of each row's key, by its side."""
+        return [self.key_of(batch.item(row)) for row in range(len(batch))]
 
     def insert(self, sides, side: int, item) -> list:
         """What adding `item` on `side` makes: its pairs, and, for a left item without partner, its unmatched

@@ -1,4 +1,5 @@
 """Keyed operators keep one bucket per key and forget what no punctuation can change."""
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
 from flamespark.core.errors import FlameSparkError, InternalError
 from flamespark.core.items import encode
@@ -48,12 +49,16 @@ class KeyedOperator(BoundaryOperator):
         except (TypeError, ValueError, OverflowError):
             return encode(key, self.name, item.meta, "a key")  # raises the PayloadError naming the event
 
-    def shard_of(self, item) -> bytes:
-        """The msgpack encoding of what places the item's key on a shard: `shard(key)`, or the key."""
+    def shard_values(self, batch) -> list:
+        """The msgpack encoding of what places each row's key on a shard: `shard(key)`, or the key."""
         if self.shard is None:
-            return self.key_of(item)
-        key = self._called("key", self.key, item.payload, item)
-        return self._encoded(self._called("shard", self.shard, key, item), item)
+            return self.keys_of(batch)
+        values = []
+        for row in range(len(batch)):
+            item = batch.item(row)
+            key = self._called("key", self.key, item.payload, item)
+            values.append(self._encoded(self._called("shard", self.shard, key, item), item))
+        return values
 
     def _called(self, role: str, fn, argument, item):
         try:
@@ -69,78 +74,53 @@ class KeyedOperator(BoundaryOperator):
         except (TypeError, ValueError, OverflowError):
             return encode(value, self.name, item.meta, "a shard value")  # raises the PayloadError naming the event
 
-    def process(self, item, state):
-        """The items that adding `item` makes, with any work it left waiting done (for running an operator
-        on its own; engines `take`, or `add`, and `flush`)."""
-        out = self.add(item, state)
-        waited = self.flush(state)
-        return [*out, *waited] if waited else out
+    def keys_of(self, batch) -> list:
+        """The msgpack encoding of each row's key, in order."""
+        try:
+            return list(map(pack, map(self.key, batch.payloads)))
+        except Exception:  # the rows one at a time, to raise the error naming the first that fails
+            for row in range(len(batch)):
+                self.key_of(batch.item(row))
+            raise
 
-    def add(self, item, state) -> list:
-        """The items that adding `item` makes.
-
-        A bucket may leave part of the work waiting (a `StateLog`'s re-run
-        after a tombstone, which the removed item's replacement usually
-        follows): the engine must `flush` before the end of its step, and so
-        before a punctuation.
-        """
+    def take(self, batch, state, keys: list | None = None) -> Batch:
+        """Add the batch's rows to their keys' buckets in meta order, then have every bucket that left work waiting
+        do it (`flush`); returns the batch of what that makes. Each output carries the cause of the row whose
+        change made it (the last to reach its key, for waiting work). `keys` are the rows' key encodings, if the
+        engine has them already."""
+        batch, keys = batch.in_meta_order(self.keys_of(batch) if keys is None else keys)
+        combine, get, put, new_bucket, watched = self.combine, state.get, state.put, self.new_bucket, state.watched
+        causes = batch.causes
         made = []
-        self.take((item,), state, made.append)
-        return made
-
-    def take(self, items, state, send):
-        # One loop for all the items, with `key_of` and `apply` inlined (its error handling runs only if something fails):
-        # the calls per item through `add`, `key_of` and the operator's own `apply` were 4.8 % of an in-order run,
-        # and a `put` for a key the store watches 1.8 %.
-        key, combine, get, put, new_bucket = self.key, self.combine, state.get, state.put, self.new_bucket
-        watched = state.watched
-        for item in items:
-            try:
-                key_data = pack(key(item.payload))
-            except Exception:
-                key_data = self.key_of(item)  # which raises the error naming what failed
+        made_causes = None if causes is None else []
+        waiting = {}  # the keys whose buckets left work waiting, and the cause of the last change to each
+        for row, (item, key_data) in enumerate(zip(batch.items(), keys)):
             bucket = get(key_data)
             new = bucket is None
             if new:
                 bucket = new_bucket()
-            made = bucket.add(item, combine)
+            outputs = bucket.add(item, combine)
             if bucket.dirty is not None:
-                state.defer(key_data)
+                waiting[key_data] = None if causes is None else causes[row]
             if new or key_data not in watched:
                 put(key_data, bucket)
-            for output in made:
-                send(output)
-        state.touched += len(items)
-
-    def apply(self, key_data: bytes, item, state, send):
-        """Add `item` to the bucket of the key encoded `key_data`, handing what it makes to `send` (what `take`
-        does for each item, for an operator whose key is not `key(payload)`)."""
-        bucket = state.get(key_data)
-        new = bucket is None
-        if new:
-            bucket = self.new_bucket()
-        made = bucket.add(item, self.combine)
-        if bucket.dirty is not None:
-            state.defer(key_data)
-        if new or key_data not in state.watched:
-            state.put(key_data, bucket)
-        for output in made:
-            send(output)
-
-    def flush(self, state) -> list:
-        """Do the work buckets left waiting since the last flush; returns the items it makes."""
-        if not state.deferred:
-            return []
-        out = []
-        watched = state.watched
-        deferred = state.take_deferred()
-        for key_data in deferred if len(deferred) == 1 else dict.fromkeys(deferred):  # each key once
-            bucket = state.get(key_data)
-            if bucket is not None:
-                out.extend(bucket.flush(self.combine))
-                if key_data not in watched:  # the store looks at a watched key's bucket by itself
-                    state.put(key_data, bucket)
-        return out
+            if outputs:
+                made += outputs
+                if causes is not None:
+                    made_causes += [causes[row]] * len(outputs)
+        state.touched += len(keys)
+        for key_data, cause in waiting.items():
+            bucket = get(key_data)
+            if bucket is None:
+                continue
+            outputs = bucket.flush(combine)
+            if key_data not in watched:  # the store looks at a watched key's bucket by itself
+                put(key_data, bucket)
+            if outputs:
+                made += outputs
+                if causes is not None:
+                    made_causes += [cause] * len(outputs)
+        return Batch.of_items(made, made_causes)
 
     def new_bucket(self):
         """An empty bucket for a key seen for the first time."""
@@ -155,12 +135,14 @@ class KeyedOperator(BoundaryOperator):
         raise NotImplementedError
 
     def punctuate(self, time, state):
-        for key_data in state.due(time):
+        """Forget, in the buckets the state names due, what no punctuation from `time` on can change; releases
+        nothing."""
+        for key_data in state.collectable(time):
             bucket = state.get(key_data)
             if bucket is not None:
                 self._collect(bucket, time)
                 state.put(key_data, bucket)
-        return []
+        return None
 
     def _collect(self, bucket, horizon):
         orphans = bucket.collect(horizon)

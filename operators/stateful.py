@@ -59,10 +59,12 @@ class StatefulLoop(KeyedOperator):
         else:
             new_state, results = self._checked(item, result)
         meta = item.meta
-        outputs = []
         try:
-            for index, payload in enumerate(results):
-                outputs.append(Item(new_meta(Meta, meta + (index,)), payload, pack(payload), False, arrival))
+            if len(results) == 1:  # the common case, without a loop
+                outputs = (Item(new_meta(Meta, meta + (0,)), results[0], pack(results[0]), False, arrival),)
+            else:
+                outputs = tuple(Item(new_meta(Meta, meta + (index,)), payload, pack(payload), False, arrival)
+                                for index, payload in enumerate(results))
             state_data = pack(new_state)
         except (TypeError, ValueError, OverflowError):
             for index, payload in enumerate(results):  # raises the PayloadError naming the event
@@ -71,7 +73,7 @@ class StatefulLoop(KeyedOperator):
             raise
         # A tuple holds its items in one block, 32 bytes less than a list of two (the count per word's steps); the
         # steps that emit nothing (a collector's, until its last part) share the empty one.
-        step = Step(item, meta, base, new_state, state_data, arrival, tuple(outputs))
+        step = Step(item, meta, base, new_state, state_data, arrival, outputs)
         if results and type(new_state) not in UNCHANGEABLE:
             for payload in results:
                 if payload is new_state:

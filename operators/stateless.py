@@ -1,19 +1,39 @@
-"""Stateless per-item operators: map, flat_map, filter, branch, union.
+"""Stateless operators: map, flat_map, filter, branch, union, each a function of a batch.
 
-Each one runs inline: `inline(send)` gives the function that takes an item
-and hands its outputs to `send`, so a chain of them costs one call per
-operator and item. A tombstone goes through the same function as the item
-it cancels, so it yields tombstones for exactly the derivatives that item
-produced.
+Each calls its user function once per row, in one loop over the batch's
+payloads, and hands the other columns on as they are where it can. A
+tombstone goes through the same function as the item it cancels, so it
+makes tombstones for exactly the derivatives that item made.
+
+>>> from flamespark.core.batch import Batch
+>>> from flamespark.core.items import Meta
+>>> words = Batch([Meta(5, "docs", 0, (0,))], ["to be"], [b""], [1], [0.0])
+>>> split = FlatMapOperator("split", str.split).apply(words)
+>>> [(meta.path, payload) for meta, payload in zip(split.metas, split.payloads)]
+[((0, 0), 'to'), ((0, 1), 'be')]
 """
+from itertools import compress
+
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
 from flamespark.core.errors import FlameSparkError
-from flamespark.core.items import Item, Meta, encode, new_meta
+from flamespark.core.items import Meta, encode, new_meta
 from operators.base import Operator
 
 
+def encoded(payloads: list, metas: list, name: str) -> list:
+    """Each payload's msgpack encoding; a payload it cannot encode raises the PayloadError naming operator `name`
+    and the row's event."""
+    try:
+        return list(map(pack, payloads))
+    except (TypeError, ValueError, OverflowError):
+        for payload, meta in zip(payloads, metas):
+            encode(payload, name, meta)  # raises, naming the first that fails
+        raise
+
+
 class MapOperator(Operator):
-    """One output per item; the output keeps the item's meta."""
+    """One output per row; the output keeps the row's meta."""
 
     kind = "map"
 
@@ -21,19 +41,14 @@ class MapOperator(Operator):
         super().__init__(name)
         self.fn = fn
 
-    def inline(self, send):
-        fn, name = self.guarded("map", self.fn), self.name
-
-        def run(item):
-            payload = fn(item)
-            meta = item.meta
-            send(Item(meta, payload, encode(payload, name, meta), item.tombstone, item.arrival))
-
-        return run
+    def apply(self, batch) -> Batch:
+        payloads = self.called("map", self.fn, batch)
+        return Batch(batch.metas, payloads, encoded(payloads, batch.metas, self.name), batch.weights, batch.arrivals,
+                     batch.causes)
 
 
 class FlatMapOperator(Operator):
-    """Any number of outputs per item, ordered by emission."""
+    """Any number of outputs per row, ordered by emission: the i-th output's meta is its row's with i appended."""
 
     kind = "flat_map"
 
@@ -41,26 +56,37 @@ class FlatMapOperator(Operator):
         super().__init__(name)
         self.fn = fn
 
-    def inline(self, send):
-        user_fn, name = self.fn, self.name
-        fn = self.guarded("flat_map", lambda payload: list(user_fn(payload)))
-
-        def run(item):
-            payloads = fn(item)
-            parent, tombstone, arrival = item.meta, item.tombstone, item.arrival
-            for index, payload in enumerate(payloads):
-                meta = new_meta(Meta, parent + (index,))
-                try:  # `encode`, inlined: a document can make thousands of parts
-                    data = pack(payload)
-                except (TypeError, ValueError, OverflowError):
-                    data = encode(payload, name, meta)  # raises the PayloadError naming the event
-                send(Item(meta, payload, data, tombstone, arrival))
-
-        return run
+    def apply(self, batch) -> Batch:
+        fn, name = self.fn, self.name
+        causes = batch.causes
+        out = Batch.empty(causes is not None)
+        metas, payloads, datas, weights, arrivals = out.metas, out.payloads, out.datas, out.weights, out.arrivals
+        row = 0
+        try:
+            for row, (parent, payload) in enumerate(zip(batch.metas, batch.payloads)):
+                parts = list(fn(payload))
+                weight, arrival = batch.weights[row], batch.arrivals[row]
+                for index, part in enumerate(parts):
+                    meta = new_meta(Meta, parent + (index,))
+                    try:  # `encoded`, inlined: a document can make thousands of parts
+                        datas.append(pack(part))
+                    except (TypeError, ValueError, OverflowError):
+                        encode(part, name, meta)  # raises the PayloadError naming the event
+                    metas.append(meta)
+                    payloads.append(part)
+                    weights.append(weight)
+                    arrivals.append(arrival)
+                if causes is not None:
+                    out.causes += [causes[row]] * len(parts)
+        except FlameSparkError:
+            raise
+        except Exception as exc:
+            raise self.failure("flat_map", exc, batch.item(row)) from exc
+        return out
 
 
 class FilterOperator(Operator):
-    """Keeps the items for which the predicate is true."""
+    """Keeps the rows for which the predicate is true."""
 
     kind = "filter"
 
@@ -68,22 +94,12 @@ class FilterOperator(Operator):
         super().__init__(name)
         self.predicate = predicate
 
-    def inline(self, send):
-        predicate = self.guarded("filter", self.predicate)
-
-        def run(item):
-            if predicate(item):
-                send(item)
-
-        return run
+    def apply(self, batch) -> Batch:
+        return _kept(batch, self.called("filter", self.predicate, batch))
 
 
 class BranchOperator(Operator):
-    """Hands each item to the first of its two targets (its ports) if the predicate is true, else to the second.
-
-    `inline(when_true, when_false)` takes one function per target, in the
-    order of the plan's targets, where other stateless operators take one.
-    """
+    """Splits a batch in two, one batch per port: the rows for which the predicate is true, and the others."""
 
     kind = "branch"
     ports = 2
@@ -92,35 +108,22 @@ class BranchOperator(Operator):
         super().__init__(name)
         self.predicate = predicate
 
-    def inline(self, when_true, when_false):
-        predicate, failure = self.predicate, self.failure
-
-        def run(item):
-            try:  # `guarded`, inlined: a branch often splits every item of a pipeline
-                chosen = predicate(item.payload)
-            except FlameSparkError:
-                raise
-            except Exception as exc:
-                raise failure("branch", exc, item) from exc
-            if chosen:
-                when_true(item)
-            else:
-                when_false(item)
-
-        return run
+    def apply(self, batch) -> tuple:
+        chosen = self.called("branch", self.predicate, batch)
+        return _kept(batch, chosen), _kept(batch, [not flag for flag in chosen])
 
 
 class PortOperator(Operator):
-    """One of a branch's two streams: hands its items on as they are (the branch routed them)."""
+    """One of a branch's two streams: hands its batches on as they are (the branch split them)."""
 
     kind = "port"
 
-    def inline(self, send):
-        return send
+    def apply(self, batch) -> Batch:
+        return batch
 
 
 class UnionInputOperator(Operator):
-    """One input of a union: extends the path by the input's index so the inputs' items never collide."""
+    """One input of a union: extends each path by the input's index, so that the inputs' items never collide."""
 
     kind = "union"
 
@@ -128,10 +131,17 @@ class UnionInputOperator(Operator):
         super().__init__(name)
         self.index = index
 
-    def inline(self, send):
-        index = self.index
+    def apply(self, batch) -> Batch:
+        tag = (self.index,)
+        metas = [new_meta(Meta, meta + tag) for meta in batch.metas]
+        return Batch(metas, batch.payloads, batch.datas, batch.weights, batch.arrivals, batch.causes)
 
-        def run(item):
-            send(Item(item.meta.child(index), item.payload, item.data, item.tombstone, item.arrival))
 
-        return run
+def _kept(batch, flags: list) -> Batch:
+    """The rows of `batch` whose flag is true."""
+    if all(flags):
+        return batch
+    columns = [list(compress(column, flags))
+               for column in (batch.metas, batch.payloads, batch.datas, batch.weights, batch.arrivals)]
+    causes = None if batch.causes is None else list(compress(batch.causes, flags))
+    return Batch(*columns, causes)

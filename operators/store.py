@@ -29,21 +29,6 @@ class KeyedState:
         # Buckets touched since the store last reset the count: operators add the items they took, the local
         # store its puts.
         self.touched = 0
-        # The keys noted by `defer` since the last `take_deferred`: read it to see whether there are any (most
-        # steps have none, and a look costs no call), take them with `take_deferred`.
-        self.deferred = []
-
-    def defer(self, key: bytes):
-        """Note that `key`'s bucket left work waiting (see `KeyedOperator.flush`)."""
-        self.deferred.append(key)
-
-    def take_deferred(self) -> list:
-        """The keys noted by `defer` since the last call (a key may come more than once); the caller must not
-        change the list."""
-        keys = self.deferred
-        if keys:  # the empty list stays, rather than a new one a call
-            self.deferred = []
-        return keys
 
     def get(self, key: bytes):
         """The key's bucket, or None if there is none."""
@@ -52,7 +37,7 @@ class KeyedState:
     def put(self, key: bytes, bucket):
         raise NotImplementedError
 
-    def due(self, time) -> list:
+    def collectable(self, time) -> list:
         """Called at every punctuation `time`: the keys whose buckets to collect now.
 
         A store names every key whose bucket may hold something at or below
@@ -66,7 +51,7 @@ class DictState(KeyedState):
     """Every bucket in a dict, for the whole run.
 
     Each key whose bucket holds something later than the latest punctuation
-    is queued, once, under a time a punctuation reaching makes the key due:
+    is queued, once, under a time a punctuation reaching makes the key collectable:
     halfway from the latest punctuation to the latest event time the bucket
     holds, or the first time at which it can forget something if that is
     later. A key that gets an item at every event time (a frequent word)
@@ -84,7 +69,7 @@ class DictState(KeyedState):
         self._buckets = {}
         # `get` is the dict's own method: a wrapper's frame was 2 % of an in-order run, as a bucket is read per item.
         self.get = self._buckets.get
-        self._queued = {}  # event time -> the keys due when a punctuation reaches it
+        self._queued = {}  # event time -> the keys collectable once a punctuation reaches it
         self._times = []  # heap of the times in `_queued`
         self._is_queued = self.watched = set()
         self._horizon = -math.inf  # the latest punctuation: a bucket holding nothing later is settled
@@ -92,7 +77,7 @@ class DictState(KeyedState):
 
     def put(self, key, bucket):
         self.touched += 1
-        if key in self._is_queued:  # a key in use: an empty bucket is dropped once the key is due
+        if key in self._is_queued:  # a key in use: an empty bucket is dropped once the key is collectable
             self._buckets[key] = bucket
             return
         latest = bucket.latest
@@ -103,21 +88,21 @@ class DictState(KeyedState):
         horizon = self._horizon
         if latest is not None and latest > horizon:
             self._is_queued.add(key)
-            due = latest
+            collect_at = latest
             if horizon > -math.inf:  # halfway there, or at the first time it can forget something if later
                 first = bucket.forgets_from
                 if first is not None:
-                    due = horizon + (latest - horizon) // 2
-                    if first > due:
-                        due = first
-            keys = self._queued.get(due)
+                    collect_at = horizon + (latest - horizon) // 2
+                    if first > collect_at:
+                        collect_at = first
+            keys = self._queued.get(collect_at)
             if keys is None:
-                self._queued[due] = [key]
-                heappush(self._times, due)
+                self._queued[collect_at] = [key]
+                heappush(self._times, collect_at)
             else:
                 keys.append(key)
 
-    def due(self, time):
+    def collectable(self, time):
         self._horizon = time
         times = self._times
         if self.touched < self._sweep_spacing or not times or times[0] > time:

@@ -24,3 +24,9 @@ def disordered(draw, events, reorder_latency):
 def unique_documents(draw, vocabulary=("ant", "bee", "cat", "dog", "eel"), max_size=12):
     docs = draw(st.lists(st.lists(st.sampled_from(vocabulary), min_size=1, max_size=4), max_size=max_size))
     return [{"id": i, "words": words} for i, words in enumerate(docs)]
+
+
+def batch_sizes():
+    """How many events a local run applies per step: one at a time, a few, or all of a drawn input at once, so
+    that tests draw the batch boundaries as well as the disorder."""
+    return st.one_of(st.just(1), st.integers(1, 6), st.integers(1, 60))

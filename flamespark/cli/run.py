@@ -61,6 +61,9 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
                         help="offer the input events at this rate, in events/s over all sources taken in turn, "
                              "with latency counted from each event's arrival (on Spark, JSONL file inputs; "
                              "default: as fast as possible)")
+    parser.add_argument("--batch-size", metavar="N", type=positive_int, default=None,
+                        help="apply N events a step and punctuate after each (local engine, unpaced; default "
+                             "1000); outputs do not depend on it, early results and replays do")
     parser.add_argument("--master", metavar="URL", type=spark_master, default=None,
                         help="Spark master URL (default: local[*])")
     parser.add_argument("--checkpoint", metavar="DIR", type=Path, default=None,
@@ -83,7 +86,7 @@ def run_options(args) -> dict:
             raise OptionError(f"{', '.join(given)}: only with --engine spark (the local engine runs in this process "
                               f"over finite inputs)")
     return dict(engine=args.engine, reorder_latency=args.reorder_latency, late=args.late, rate=args.rate,
-                master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch,
+                batch_size=args.batch_size, master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch,
                 ingest_partitions=args.ingest_partitions)
 
 
@@ -106,8 +109,8 @@ def add_parser(commands):
                              "(exit status 0; rerun with the same --checkpoint to go on); each micro-batch's releases "
                              "are written as it ends, to DIR/<sink>/batch-N.<format> and DIR/late/ (spark engine)")
     parser.add_argument("--changes", action="store_true",
-                        help="also write each sink's changelog to DIR/<sink>.changes.jsonl: every result as soon as "
-                             "it is computed ({\"op\": \"+\"}) and every retraction ({\"op\": \"-\"}, with the "
+                        help="also write each sink's changelog to DIR/<sink>.changes.jsonl: every result at the end "
+                             "of the batch that computed it ({\"op\": \"+\"}) and every retraction ({\"op\": \"-\"}, with the "
                              "late event that caused it), ahead of the final outputs (with --follow: "
                              "DIR/<sink>.changes/batch-N.jsonl)")
     parser.add_argument("--sink", metavar="NAME=URL", action=_Inputs, type=_sink_pair, default={},

@@ -9,9 +9,8 @@ emission order.
 """
 from __future__ import annotations
 
-import hashlib
-import struct
 from operator import itemgetter
+from zlib import adler32, crc32
 
 from flamespark.core.codec import pack
 from flamespark.core.errors import PayloadError
@@ -65,17 +64,13 @@ class Meta(tuple):
 new_meta = tuple.__new__  # `new_meta(Meta, fields)`: a Meta of the flat `fields`, which it copies
 
 
-_EMPTY_HASH = hashlib.blake2b(digest_size=8)
-_BIG_ENDIAN_U64 = struct.Struct(">Q").unpack
-
-
 def event_tiebreak(data: bytes) -> int:
-    """A deterministic 64-bit tie-break from an event's encoded payload: its 8-byte BLAKE2b digest, big-endian.
-    Checkpoints keep it in every item's meta, so it must not change between versions."""
-    # Copying a hash set up once skips the constructor's parameter handling: a third of the call, once per event.
-    hashed = _EMPTY_HASH.copy()
-    hashed.update(data)
-    return _BIG_ENDIAN_U64(hashed.digest())[0]
+    """A deterministic 64-bit tie-break from an event's encoded payload: its CRC-32, then its Adler-32.
+
+    It orders events of one source with equal times by what they hold, never by when they came. Two C calls
+    make it, where a cryptographic hash costs several times more; checkpoints keep it in every item's meta, so
+    changing it changes their layout (`STATE_LAYOUT`)."""
+    return crc32(data) << 32 | adler32(data)
 
 
 class Item:

@@ -1,22 +1,26 @@
 """The local engine: in-process, single-threaded and deterministic (when unpaced)."""
 import time as clock
 from array import array
-from bisect import bisect_right
 from contextlib import nullcontext
+from itertools import islice
 
+from flamespark.core.batch import Batch
 from flamespark.core.codec import unpack
 from flamespark.engines.local_pipeline import Pipeline
-from flamespark.io.inputs import check_input_names, is_kafka, source_events
+from flamespark.io.inputs import check_input_names, is_kafka, source_chunks, source_events
 from flamespark.io.kafka import topic_events, topic_lanes
 from flamespark.result import Result
-from flamespark.runtime.changes import Cause, Changelog, StepChanges
+from flamespark.runtime.changes import BatchChanges, Cause, Changelog
 from flamespark.runtime.corrections import Corrections, summarised
 from flamespark.runtime.heap import collect_if_crowded, collections_paused
 from flamespark.runtime.metrics import run_metrics
-from flamespark.runtime.options import RunOptions
+from flamespark.runtime.options import BATCH_SIZE, RunOptions
 from flamespark.runtime.plan import build_plan
 from flamespark.runtime.punctuations import Punctuations
 from flamespark.runtime.status_line import status_line
+
+# What a paced run that is behind applies of the events it held back in one batch, while it has time to spare.
+HELD_BACK_BATCH = 64
 
 
 def lane_events(source: str, given):
@@ -28,6 +32,38 @@ def lane_events(source: str, given):
     for event in source_events(source, given):
         yield source, event
     yield source, None
+
+
+def unpaced_batches(inputs: dict, size: int):
+    """The batches of an unpaced run: `(arrived, ended)` for each `size` events of the inputs in arrival order,
+    `arrived` mapping each lane to the times and the payloads of its events in the batch, `ended` naming the
+    lanes that ran out after them. A run of one source (not a Kafka topic) reads it a chunk at a time; several
+    take turns, one event each (`interleave`)."""
+    if len(inputs) == 1 and not is_kafka(next(iter(inputs.values()))):
+        (source, given), = inputs.items()
+        for times, payloads in source_chunks(source, given, size):
+            yield {source: (times, payloads)}, []
+        yield {}, [source]
+        return
+    events = interleave(inputs)
+    while arrived := list(islice(events, size)):
+        yield lanes_of(arrived)
+
+
+def lanes_of(events) -> tuple:
+    """`(arrived, ended)` (see `unpaced_batches`) of `(lane, event)` pairs, an event `(ts, payload)` or None where
+    its lane ran out."""
+    arrived, ended = {}, []
+    for lane, event in events:
+        if event is None:
+            ended.append(lane)
+            continue
+        columns = arrived.get(lane)
+        if columns is None:
+            columns = arrived[lane] = ([], [])
+        columns[0].append(event[0])
+        columns[1].append(event[1])
+    return arrived, ended
 
 
 def interleave(inputs: dict):
@@ -47,30 +83,27 @@ def interleave(inputs: dict):
 
 
 class LocalRun:
-    """One run of a graph over finite inputs.
+    """One run of a graph over finite inputs, a batch of events at a time.
 
-    Unpaced, every event is applied as it is read, and a punctuation issued
-    every `punctuate_every` events. Paced (`rate` events/s), the k-th event
-    arrives k / rate s after the start and its latency counts from then.
-    An engine that keeps up applies each event on arrival. One that falls
-    behind finds several events waiting when it turns to them (counting
-    those it held back before): it admits them all, advances the
-    punctuation, and applies in meta order only the admitted events at or
-    below it, which no late event can precede any more. The others it holds
-    back, in meta order, and applies them only in time to spare, before the
-    next event is due, or once the punctuation reaches them (or the input
-    ends). So under overload it applies events as the buffered mode would,
-    in order (what it held back replays nothing), while their results are
-    released no later; with time to spare, what it held back is computed
-    early again. A paced run has the barrier cancel the tombstones that met
-    their items (`Barrier.settle`) after each turn's events, and again while
-    it waits for the next arrival (only until it is due), so that the pairs
-    are not held until their punctuation and punctuations, the last above
-    all, need not cancel them.
+    Each batch of events is applied at once: every event in it is admitted in arrival
+    order (judged late or not against the newest before it in its source),
+    the operators take the batch's items at once, and a punctuation follows.
+    Unpaced, a batch is the next `batch_size` events. Paced (`rate`
+    events/s), the k-th event arrives k / rate s after the start and its
+    latency counts from then; a batch is what arrived while the engine
+    worked. An engine that keeps up applies each event on arrival. One that
+    falls behind finds several events waiting when it turns to them
+    (counting those it held back before): it admits them all, advances the
+    punctuation, and applies those at or below it, which no late event can
+    precede any more. The others it holds back, in meta order, and applies
+    them only in time to spare, before the next event is due, or once the
+    punctuation reaches them (or the input ends). So under overload it
+    applies events as the buffered mode would, in order (what it held back
+    replays nothing), while their results are released no later.
 
-    With `changes`, what reaches the sinks is also kept as a changelog: an
-    item as it arrives, a tombstone at the end of its step (an event applied,
-    or a punctuation, where the baseline's buffers release).
+    With `changes`, what reaches the sinks is also kept as a changelog, one
+    batch at a time: an item and a tombstone of the same output in one batch
+    are no change, and the batch's changes leave at its end.
 
     With several reorder latencies, each level runs a `Pipeline` of its own
     over the events on time at its latency, released at its own
@@ -82,21 +115,21 @@ class LocalRun:
         self.sources = graph.sources
         self.punctuations = Punctuations(self.sources, options.reorder_latency, options.late)
         levels = len(self.punctuations.latencies)
-        self.punctuate_every = options.punctuate_every
+        self.batch_size = options.batch_size or BATCH_SIZE
         self.rate = options.rate
         self.shows_progress = options.shows_progress
-        self.step = StepChanges() if options.changes else None
-        self.cause = None  # the event being delivered, while changes are kept
-        self.plan = build_plan(graph, options.mode)
+        self.plan = build_plan(graph, options.mode, early=options.changes)
         self.changelog = Changelog(self.plan.sinks.values()) if options.changes else None
+        self.batch_changes = BatchChanges() if options.changes else None
         self.corrections = Corrections(self.plan.sinks.values(), levels) if levels > 1 else None
         # The buffered mode applies events as its buffers release them: no event's arrival touches outputs.
         names_causes = self.corrections is not None and options.mode == "optimistic"
-        self.pipelines = [Pipeline(self.plan, self._changelog_note() if options.changes else None)]
+        self.keeps_causes = options.changes or names_causes  # whether the items carry the events that caused them
+        self.pipelines = [Pipeline(self.plan, self._note_change if options.changes else None)]
         self.pipelines += [Pipeline(build_plan(graph, options.mode),
                                     self.corrections.note(level) if names_causes else None)
                            for level in range(2, levels + 1)]
-        self.admitted = []  # `(route, item)` of events admitted and not yet applied, in meta order
+        self.held_back = {}  # route -> the batch of its admitted events held back by a paced turn, in meta order
         self.outputs = {sink: [] for sink in self.plan.sinks.values()}
         self.output_times = {sink: array("q") for sink in self.plan.sinks.values()}  # each output's event time
         self.latencies_ms = array("d")  # 8 bytes an output, where a list of floats takes 32
@@ -115,17 +148,11 @@ class LocalRun:
         """The first level's operator states, by operator name."""
         return self.pipelines[0].states
 
-    def _changelog_note(self):
-        """What notes in the changelog an item or tombstone reaching a sink."""
-        step_add, waiting, now, sinks = self.step.add, self.step.waiting, clock.perf_counter, self.changelog.sinks
-
-        def note(sink, item):
-            # Most items reaching a sink carry a payload that the step retracted nowhere: a change at once.
-            if (item.tombstone or item.data in waiting) and not step_add(sink, item, self.cause):
-                return
-            sinks[sink].add(item, now())
-
-        return note
+    def _note_change(self, sink, batch):
+        """Note in the batch's changes a batch that reached a sink."""
+        add = self.batch_changes.add
+        for item, cause in zip(batch.items(), batch.row_causes()):
+            add(sink, item, cause)
 
     def run(self, inputs: dict) -> Result:
         check_input_names(self.sources, inputs)
@@ -133,131 +160,150 @@ class LocalRun:
         if lanes:  # a topic's partitions are lanes of their own: each judges lateness by its own events
             unlaned = self.punctuations
             self.punctuations = Punctuations(self.sources, unlaned.latencies, unlaned.late, lanes=lanes)
-            for pipeline in self.pipelines:
-                pipeline.deliver.update((lane, pipeline.deliver[source])
-                                        for source, parts in lanes.items() for lane in parts)
         started = clock.perf_counter()
         with collections_paused(), status_line(self.status) if self.shows_progress else nullcontext():
             if self.rate is None:
-                self._run_unpaced(interleave(inputs))
+                self._run_unpaced(inputs)
             else:
                 self._run_paced(interleave(inputs), started)
             self.apply([])  # every source has ended: what still waits is final
             self.punctuate()  # +inf
         return self.result(clock.perf_counter() - started)
 
-    def admit(self, source: str, ts: int, payload, arrival: float):
-        """`(route, item)` of an event, or None if it is late at every level and dropped. Its route is its
-        source or, with several levels, `(source, level)`: the first level it is on time at."""
-        punctuations = self.punctuations
-        if self.corrections is None:
-            item = punctuations.admit(source, ts, payload, arrival)
-            return None if item is None else (source, item)
-        level = min(punctuations.level(source, ts), len(self.pipelines))  # an adjusted event: of the last level
-        item = punctuations.admit(source, ts, payload, arrival)
-        return None if item is None else ((source, level), item)
-
-    def _run_unpaced(self, events):
-        # `apply` of one event, whose admitted list is empty before and after: nothing waits in an unpaced run.
-        admit, deliver = self.admit, self._deliver
-        since_punctuation = 0
-        for source, event in events:
-            if event is None:
-                self.punctuations.end(source)
-                continue
-            admitted = admit(source, *event, clock.perf_counter())
-            if admitted is not None:
-                deliver(*admitted)
-                self.events += 1
-            since_punctuation += 1
-            if since_punctuation >= self.punctuate_every:
-                since_punctuation = 0
-                self.punctuate()
+    def _run_unpaced(self, inputs):
+        for arrived, ended in unpaced_batches(inputs, self.batch_size):
+            now = clock.perf_counter()
+            self._apply({lane: (times, payloads, [now] * len(times)) for lane, (times, payloads) in arrived.items()},
+                        ended)
+            self.punctuate()
 
     def _run_paced(self, events, started):
         interval = 1.0 / self.rate
         waiting = []
         position = 0
-        for source, event in events:
+        for lane, event in events:
             if event is None:
-                self.punctuations.end(source)
+                waiting.append((lane, None))
                 continue
             due = started + position * interval
             position += 1
             if due > clock.perf_counter():
                 self._apply_waiting(waiting)
                 self._apply_held_back(due)  # in the time to spare until `due`
-                for pipeline in self.pipelines:  # in what is left of it
-                    pipeline.barrier.settle(lambda: clock.perf_counter() < due)
                 delay = due - clock.perf_counter()
                 if delay > 0:
                     clock.sleep(delay)
-            waiting.append((source, *event, due))
+            waiting.append((lane, *event, due))
         self._apply_waiting(waiting)
 
     def _apply_waiting(self, waiting: list):
         if waiting:
-            self.apply(waiting, behind=len(waiting) + len(self.admitted) > 1)
+            arrived = sum(1 for event in waiting if event[1] is not None)
+            self.apply(waiting, behind=arrived + sum(map(len, self.held_back.values())) > 1)
             waiting.clear()
-            for pipeline in self.pipelines:
-                pipeline.barrier.settle()  # not to hold the retracted items until their punctuation
             self.punctuate()
 
     def _apply_held_back(self, until: float):
-        """Apply in meta order the admitted events a turn behind held back, while the clock is before `until`."""
-        held_back = self.admitted
-        applied = 0
-        while applied < len(held_back) and clock.perf_counter() < until:
-            self._deliver(*held_back[applied])
-            applied += 1
-        del held_back[:applied]
-        self.events += applied
+        """Apply in meta order the admitted events a turn behind held back, a few at a time, while the clock is
+        before `until`."""
+        held_back = self.held_back
+        while held_back and clock.perf_counter() < until:
+            part = {}
+            for route in list(held_back):
+                batch = held_back.pop(route)
+                part[route] = batch.selected(range(min(HELD_BACK_BATCH, len(batch))))
+                if len(batch) > HELD_BACK_BATCH:
+                    held_back[route] = batch.selected(range(HELD_BACK_BATCH, len(batch)))
+            self._deliver(part)
 
-    def apply(self, events, behind: bool = False):
-        """Admit `(source, ts, payload, arrival)` events in arrival order, then apply in meta order the
-        admitted events that wait: all of them, or when `behind` those at or below the punctuation."""
-        admit = self.admit
-        admitted = self.admitted
+    def apply(self, events: list, behind: bool = False):
+        """Admit `(lane, ts, payload, arrival)` events in arrival order (a lane's end is `(lane, None)`), then apply
+        in one batch those that wait, held back before or admitted now: all of them, or when `behind` those at
+        or below the punctuation."""
+        arrived, ended = {}, []
         for event in events:
-            entry = admit(*event)
-            if entry is not None:
-                admitted.append(entry)
-        if len(admitted) > 1:
-            admitted.sort(key=_identity)
+            if event[1] is None:
+                ended.append(event[0])
+                continue
+            columns = arrived.get(event[0])
+            if columns is None:
+                columns = arrived[event[0]] = ([], [], [])
+            for column, value in zip(columns, event[1:]):
+                column.append(value)
+        self._apply(arrived, ended, behind)
+
+    def _apply(self, arrived: dict, ended: list, behind: bool = False):
+        """`apply` of the events of `arrived`, `{lane: (times, payloads, arrivals)}`, and the ends of the lanes
+        `ended`."""
+        admitted = self._admitted(arrived, ended)
+        for route, batch in self.held_back.items():
+            admitted[route] = Batch.concat([batch, admitted[route]]) if route in admitted else batch
+        self.held_back = {}
         if behind:
             self.punctuations.advance()
             # Final for the first level, whose punctuation is the highest: the later levels take them as they come.
-            final = bisect_right(admitted, self.punctuations.times()[0], key=_time)
-            admitted, self.admitted = admitted[:final], admitted[final:]
-        else:
-            self.admitted = []
-        for route, item in admitted:
-            self._deliver(route, item)
-        self.events += len(admitted)
+            final = self.punctuations.times()[0]
+            for route in list(admitted):
+                batch = admitted[route].in_meta_order()
+                ready = [row for row, meta in enumerate(batch.metas) if meta[0] <= final]
+                if len(ready) < len(batch):
+                    self.held_back[route] = batch.selected(range(len(ready), len(batch)))
+                admitted[route] = batch.selected(ready)
+        self._deliver(admitted)
 
-    def _deliver(self, route, item):
-        """Apply one admitted event (see `admit` for its route): in the first level's pipeline or, with several
-        levels, in those of the levels it is on time at; then end the changelog's step."""
-        if self.step is not None:
-            self.cause = Cause.of(item)
+    def _admitted(self, arrived: dict, ended: list) -> dict:
+        """The batches of the events `arrived` (`{lane: (times, payloads, arrivals)}`) admitted, by route: the
+        source or, with several levels, `(source, level)`, the first level they are on time at. The lanes
+        `ended` end, after their events."""
+        admitted = {}
+        levels = len(self.pipelines)
+        for lane, (times, payloads, arrivals) in arrived.items():
+            batch, first_levels = self.punctuations.admit(lane, times, payloads, arrivals)
+            if not len(batch):
+                continue
+            if self.keeps_causes:
+                batch.causes = [Cause(meta[1], meta[0], meta[3]) for meta in batch.metas]
+            source = batch.metas[0][1]
+            if first_levels is None:
+                _add(admitted, source, batch)
+                continue
+            for level in range(1, levels + 1):  # an adjusted event is late at every level: of the last
+                rows = [row for row, first in enumerate(first_levels) if min(first, levels) == level]
+                if rows:
+                    _add(admitted, (source, level), batch.selected(rows))
+        for lane in ended:
+            self.punctuations.end(lane)
+        return admitted
+
+    def _deliver(self, admitted: dict):
+        """Apply one batch: the admitted events by route (see `_admitted`), each in the first level's pipeline
+        or, with several levels, in those of the levels it is on time at; then end the changelog's batch."""
+        if not admitted:
+            return
         corrections = self.corrections
         if corrections is None:
-            self.pipelines[0].apply(route, item)
+            self.pipelines[0].apply(admitted)
+            self.events += sum(map(len, admitted.values()))
         else:
-            source, level = route
-            self.applied_by_level[level - 1] += 1
-            # Only a later level's own late events can be a correction's cause.
-            corrections.applying(Cause.of(item) if level > 1 else None, level)
-            for pipeline in self.pipelines[level - 1:]:
-                pipeline.apply(source, item)
-            corrections.applying(None, 0)
-        if self.step is not None:
+            by_pipeline = [{} for _ in self.pipelines]
+            corrections.begin_batch()
+            for (source, level), batch in admitted.items():
+                self.applied_by_level[level - 1] += len(batch)
+                self.events += len(batch)
+                if level > 1:  # only a later level's own late events can be a correction's cause
+                    for meta in batch.metas:
+                        corrections.arrived(Cause(meta[1], meta[0], meta[3]), level)
+                for batches in by_pipeline[level - 1:]:
+                    _add(batches, source, batch)
+            for pipeline, batches in zip(self.pipelines, by_pipeline):
+                if batches:
+                    pipeline.apply(batches)
+        if self.batch_changes is not None:
             self.take_changes()
 
     def take_changes(self):
-        """End the changelog's step: its retractions join the changelog (its items joined as they came)."""
-        for sink, tombstone, cause in self.step.take():
-            self.changelog.retract(sink, tombstone, cause)
+        """End the changelog's batch: its changes join the changelog."""
+        self.changelog.extend(self.batch_changes.take(), clock.perf_counter())
 
     def punctuate(self):
         """Advance every source's punctuation (which judges its lateness) and issue, level by level, their
@@ -274,9 +320,8 @@ class LocalRun:
             self.issued_count += 1
         self.note_buffered()  # items pile up between punctuations: the most is held around one
         pipeline.punctuate(time)
-        if pipeline.buffers:
-            self.note_buffered()  # and once what the baseline's buffers released has reached the barrier
-        if level == 1 and self.step is not None:
+        self.note_buffered()  # and once what the operators released has reached the barrier
+        if level == 1 and self.batch_changes is not None:
             self.take_changes()
         released = pipeline.release(time)
         if not released and self.corrections is None:  # a later level that releases nothing may correct
@@ -285,22 +330,16 @@ class LocalRun:
         if self.corrections is not None:
             self.corrections.released(level, time, released, now)
         if level == 1 and released:
-            self._output(released, now, keep=self.corrections is not None)
+            self._output(released, now)
 
-    def _output(self, released: list, now: float, keep: bool):
-        """Add the released items' payloads to the outputs and stamp their latencies. Unless the items are to
-        be kept (for the corrections), it empties `released` as it goes, so that an item nothing else holds
-        (at +inf, none) is freed while still in the cache."""
+    def _output(self, released: list, now: float):
+        """Add the released rows' payloads to the outputs and stamp their latencies."""
         outputs, times, latencies = self.outputs, self.output_times, self.latencies_ms
-        if not keep:
-            released.reverse()
-        for item in released if keep else _popped(released):
-            # The payload the operator made, equal to its encoding's decoding; the barrier holds again without
-            # payloads the pairs that `settle` took out and had to put back.
-            payload = item.payload
-            outputs[item.sink].append(unpack(item.data) if payload is None else payload)
-            times[item.sink].append(item.meta[0])
-            latencies.append((now - item.arrival) * 1000.0)
+        for meta, sink, data, _, arrival, payload in released:
+            # The payload the operator made, equal to its encoding's decoding.
+            outputs[sink].append(unpack(data) if payload is None else payload)
+            times[sink].append(meta[0])
+            latencies.append((now - arrival) * 1000.0)
 
     def status(self) -> str:
         """The run's progress, for a status line: it reads counters only."""
@@ -330,15 +369,6 @@ class LocalRun:
         return result
 
 
-def _popped(items: list):
-    """The items of `items` from its end, each removed as it is given."""
-    while items:
-        yield items.pop()
-
-
-def _identity(entry):
-    return entry[1].identity
-
-
-def _time(entry):
-    return entry[1].meta.ts
+def _add(batches: dict, route, batch):
+    """Add `batch` to `batches[route]`, after what is there."""
+    batches[route] = Batch.concat([batches[route], batch]) if route in batches else batch

@@ -1,15 +1,13 @@
 """The changelog: each sink's results as the optimistic mode computes them, and their retractions.
 
 An engine notes every item and tombstone that reaches a sink, with the
-input event it was delivering (the cause). Within a step (one event
-locally, one micro-batch on Spark), an item is a `+` as soon as it reaches
-its sink, unless it makes again an output that the step retracted earlier
-(same sink, event time and payload): then neither is a change. A tombstone
-is a `-` at the end of its step, as the step may yet make its output
-again; a `-` names the late event whose arrival started the retraction
-(consecutive `-` records naming one event share the dict that names it).
-On Spark every change of a batch leaves at its end, so an output that a
-batch makes and retracts is not a change either.
+input event whose arrival made it (the cause). A batch (a local run's
+batch of arrivals, a Spark micro-batch) is one change: its changes leave
+at its end, its items as `+` and its tombstones as `-`, except that an
+item and a tombstone of the same output (same sink, event time and
+payload) in one batch are no change. A `-` names the late event whose
+arrival started the retraction (consecutive `-` records naming one event
+share the dict that names it).
 """
 from __future__ import annotations
 
@@ -68,67 +66,43 @@ def _named(cause: Cause) -> dict:
     return {"source": cause[0], "ts": cause[1], "position": cause[2]}
 
 
-class StepChanges:
-    """The current step's changes: `add` says whether an item is a change at once, `take` gives the step's
-    retractions at its end. An item that makes again what the step retracted cancels the earliest such
-    retraction still waiting.
+class BatchChanges:
+    """A batch's changes, which all leave at its end, on every engine. An item that makes again what the batch
+    retracted cancels the earliest such retraction still waiting, and an item that a later tombstone of the
+    batch retracts never left: neither pair is a change. `take` gives the items left, in the order they
+    came, then the retractions.
 
     >>> from flamespark.core.items import Item, Meta
     >>> meta = Meta(5, "s", 0, (0,))
-    >>> step = StepChanges()
-    >>> step.add("out", Item(meta, None, b"\\x01", tombstone=True), Cause("s", 3, 7))
-    False
-    >>> step.add("out", Item(meta, None, b"\\x01"), Cause("s", 3, 7)), step.take()
-    (False, [])
-    >>> step.add("out", Item(meta, None, b"\\x02"), Cause("s", 3, 7))
-    True
+    >>> changes = BatchChanges()
+    >>> changes.add("out", Item(meta, None, b"\\x01", tombstone=True), Cause("s", 3, 7))
+    >>> changes.add("out", Item(meta, None, b"\\x01"), Cause("s", 3, 7))
+    >>> changes.add("out", Item(meta, None, b"\\x02"), Cause("s", 3, 7))
+    >>> [(item.data, item.tombstone) for _, item, _ in changes.take()]
+    [(b'\\x02', False)]
     """
 
     def __init__(self):
-        self._retractions = []  # the step's tombstones as `(sink, item, cause)`, None where an item cancelled one
-        # Payload encoding -> the positions of its retractions not cancelled yet. An item whose encoding is not a
-        # key is a change, which a caller may see without calling `add`; a key hashes once, no tuple is built.
-        self.waiting = {}
-
-    def add(self, sink: str, item, cause) -> bool:
-        """Note that `item` (or a tombstone) reached `sink` while the event `cause` was being delivered; True if
-        it is a change now: an item that cancels no retraction of the step."""
-        if item.tombstone:
-            _hold(self._retractions, self.waiting, (sink, item, cause))
-            return False
-        return not _cancel(self._retractions, self.waiting, sink, item)
-
-    def take(self) -> list:
-        """The step's retractions that no item cancelled, as `(sink, tombstone, cause)` in the order they came;
-        the step starts afresh."""
-        taken = [entry for entry in self._retractions if entry is not None]
-        self._retractions.clear()
-        self.waiting.clear()
-        return taken
-
-
-class BatchChanges(StepChanges):
-    """A step whose changes all leave at its end, as a micro-batch's do. An item that a later tombstone of the step
-    retracts never left, so both are dropped; `take` gives the items left, in the order they came, then the
-    retractions."""
-
-    def __init__(self):
-        super().__init__()
-        self._added = []  # the step's changes that are items, None where a tombstone cancelled one
+        self._retractions = []  # the batch's tombstones as `(sink, item, cause)`, None where an item cancelled one
+        self._waiting = {}  # payload encoding -> the positions of its retractions not cancelled yet
+        self._added = []  # the batch's items, None where a tombstone cancelled one
         self._adding = {}  # payload encoding -> the positions of its items not cancelled yet
 
-    def add(self, sink: str, item, cause) -> bool:
-        if item.tombstone and _cancel(self._added, self._adding, sink, item):
-            return False
-        change = super().add(sink, item, cause)
-        if change:
+    def add(self, sink: str, item, cause):
+        """Note that `item` (or a tombstone) reached `sink` in the batch, made by the event `cause`."""
+        if item.tombstone:
+            if not _cancel(self._added, self._adding, sink, item):
+                _hold(self._retractions, self._waiting, (sink, item, cause))
+        elif not _cancel(self._retractions, self._waiting, sink, item):
             _hold(self._added, self._adding, (sink, item, cause))
-        return change
 
     def take(self) -> list:
-        taken = [entry for entry in self._added if entry is not None] + super().take()
-        self._added = []
+        """The batch's changes, as `(sink, item or tombstone, cause)`: its items left, in the order they came,
+        then its retractions left; the next batch starts afresh."""
+        taken = [entry for entry in self._added + self._retractions if entry is not None]
+        self._added, self._retractions = [], []
         self._adding.clear()
+        self._waiting.clear()
         return taken
 
 
@@ -143,7 +117,7 @@ def _cancel(entries: list, by_payload: dict, sink: str, item) -> bool:
     place in `entries`; True if there was one."""
     data = item.data
     positions = by_payload.get(data)
-    if positions is None:  # most items: the step holds nothing with their payload
+    if positions is None:  # most items: the batch holds nothing with their payload
         return False
     ts = item.meta[0]
     for index, position in enumerate(positions):
@@ -161,7 +135,7 @@ class SinkChangelog:
     """One sink's changelog records in emission order, and the speculative latency (ms) of each live `+`.
 
     The latencies are kept per event time, then per payload encoding: a
-    float, or a list of them when several equal outputs are live. A step's
+    float, or a list of them when several equal outputs are live. A batch's
     results share a few event times, so the work is in a few small dicts
     rather than all over one large one, and a float is not a container, which
     a garbage collection would scan.
@@ -232,7 +206,7 @@ class Changelog:
     def __init__(self, sinks):
         self.sinks = {sink: SinkChangelog(sink) for sink in sinks}
         # The latest cause retracted for and its record's dict, which the `-` records that follow with the same
-        # cause share (locally, all of a step's): a late event's step retracts thousands of results, and a dict
+        # cause share (often all of a batch's): a late event retracts thousands of results, and a dict
         # each took 17 MB more at the peak of the inverted index's changelog run.
         self._cause = self._cause_named = None
 

@@ -92,9 +92,10 @@ class _Latest:
 class Corrections:
     """The corrections of a run with `levels` reorder latencies over `sinks`.
 
-    The engine tells it which event it applies (`applying`), hands each
-    level k >= 2's sink arrivals to `note(k)` (for their causes) and every
-    level's releases to `released`, level after level. The corrections
+    The engine tells it of each batch (`begin_batch`) and of its late events of the
+    levels k >= 2 (`arrived`), hands level k's sink arrivals to `note(k)`
+    (for their causes) and every level's releases to `released`, level
+    after level (each released row has the fields of a `barrier.Held`). The corrections
     made wait in `made`, as `[sink, record, latency in ms]`, until the
     engine takes them (`take`).
     """
@@ -105,27 +106,30 @@ class Corrections:
         self._pending = [deque() for _ in range(levels - 1)]  # level k's releases that level k + 1 compares with
         self._touches = [_Touches() for _ in range(levels)]
         self._latest = [_Latest() for _ in range(levels)]
-        self._current = (None, 0)  # the event being applied and its level
+        self._batch_late = [set() for _ in range(levels)]  # each level's late events of the current batch
         self.made = []
 
-    def applying(self, cause, level: int):
-        """The engine applies the event `cause` (a `runtime.changes.Cause`, None between events) of `level`."""
-        self._current = (cause, level)
-        if level > 1:
-            self.arrived(cause, level)
+    def begin_batch(self):
+        """The engine begins a batch: the late events it names next (`arrived`) are the batch's."""
+        for causes in self._batch_late:
+            causes.clear()
 
     def arrived(self, cause, level: int):
-        """A late event `cause` of `level` (k >= 2) arrived: a cause for the outputs at or after its time."""
+        """A late event `cause` of `level` (k >= 2) arrived: a cause for the outputs at or after its time, and for
+        what its arrival makes in the batch."""
         self._latest[level - 1].add(cause)
+        self._batch_late[level - 1].add(cause)
 
     def note(self, level: int):
-        """The function that notes an item or tombstone reaching `sink` in `level` (k >= 2)."""
-        touches = self._touches[level - 1]
+        """The function that notes a batch reaching `sink` in `level` (k >= 2): each row that a late event of the
+        level arriving in this batch made touched its output."""
+        touches, batch_late = self._touches[level - 1], self._batch_late[level - 1]
 
-        def noted(sink, item):
-            cause, applying = self._current
-            if applying == level:
-                touches.note(sink, item.meta, cause)
+        def noted(sink, batch):
+            if batch_late and batch.causes is not None:
+                for meta, cause in zip(batch.metas, batch.causes):
+                    if cause in batch_late:
+                        touches.note(sink, meta, cause)
 
         return noted
 

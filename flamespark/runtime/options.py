@@ -9,6 +9,8 @@ from flamespark.core.errors import OptionError
 from flamespark.runtime.punctuations import POLICIES
 
 ENGINES = ("local", "spark")
+# Events an unpaced local run applies in one step, unless `batch_size` says otherwise.
+BATCH_SIZE = 1000
 MODES = ("optimistic", "buffered")
 # The keyword arguments of flamespark.engines.spark.query.run_spark (apart from the graph, inputs, these options
 # and the Kafka sinks).
@@ -33,7 +35,7 @@ class RunOptions:
     mode: str = "optimistic"
     reorder_latency: int = 0
     late: str = "drop"
-    punctuate_every: int = 1
+    batch_size: int | None = None  # events a local unpaced run applies per step; None: BATCH_SIZE
     idle_timeout: float | None = None
     rate: float | None = None
     changes: bool = False
@@ -41,13 +43,13 @@ class RunOptions:
     engine_options: dict = field(default_factory=dict, hash=False)
 
     @classmethod
-    def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", punctuate_every=1,
+    def of(cls, engine="local", mode="optimistic", reorder_latency=0, late="drop", batch_size=None,
            idle_timeout=None, rate=None, changes=False, progress=None, **engine_options) -> RunOptions:
         """The options of a `flamespark.run(...)` call, checked. Several reorder latencies are kept as a tuple,
         a sequence of one as its number."""
         if isinstance(reorder_latency, (tuple, list)):
             reorder_latency = reorder_latency[0] if len(reorder_latency) == 1 else tuple(reorder_latency)
-        return cls(engine, mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, progress,
+        return cls(engine, mode, reorder_latency, late, batch_size, idle_timeout, rate, changes, progress,
                    engine_options)
 
     @property
@@ -78,8 +80,8 @@ class RunOptions:
             raise OptionError(f"several reorder latencies must increase, got {self.reorder_latency!r}")
         if self.late not in POLICIES:
             raise OptionError(f"late policy must be one of {', '.join(POLICIES)}, got {self.late!r}")
-        if not _is_int(self.punctuate_every) or self.punctuate_every < 1:
-            raise OptionError(f"punctuate_every must be a positive integer, got {self.punctuate_every!r}")
+        if self.batch_size is not None and (not _is_int(self.batch_size) or self.batch_size < 1):
+            raise OptionError(f"batch_size must be a positive integer, got {self.batch_size!r}")
         idle = self.idle_timeout
         if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or not idle > 0):
             raise OptionError(f"idle_timeout must be a positive number of seconds, got {idle!r}")
@@ -96,7 +98,7 @@ class RunOptions:
         unknown = [name for name in self.engine_options if name not in SPARK_OPTIONS]
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)}; flamespark.run takes engine, mode, "
-                              f"reorder_latency, late, punctuate_every, idle_timeout, rate, changes, progress and, "
+                              f"reorder_latency, late, batch_size, idle_timeout, rate, changes, progress and, "
                               f"on engine='spark', {', '.join(SPARK_OPTIONS)}")
 
     def _check_engine(self):
@@ -107,16 +109,16 @@ class RunOptions:
             if self.idle_timeout is not None:
                 raise OptionError("idle_timeout needs engine='spark': the local engine reads its finite inputs "
                                   "in turn, waiting on each, so no source falls silent while the others go on")
-            if self.rate is not None and self.punctuate_every != 1:
-                raise OptionError("punctuate_every is for unpaced runs: a paced run punctuates after applying "
-                                  "whatever has arrived")
+            if self.rate is not None and self.batch_size is not None:
+                raise OptionError("batch_size is for unpaced runs: a paced run applies in one batch whatever has "
+                                  "arrived while it worked")
             return
         if len(self.latencies) > 1 and self.idle_timeout is not None:
             raise OptionError("idle_timeout takes one reorder latency: an idle source's punctuation is raised to "
                               "the others', which differ from level to level")
-        if self.punctuate_every != 1:
-            raise OptionError("punctuate_every is taken by the local engine only: the Spark engine punctuates once "
-                              "per micro-batch (max_rows_per_batch makes batches smaller)")
+        if self.batch_size is not None:
+            raise OptionError("batch_size is taken by the local engine only: on Spark a batch is a micro-batch "
+                              "(max_rows_per_batch makes them smaller)")
         if self.idle_timeout is not None and self.mode == "buffered":
             raise OptionError("idle_timeout needs mode='optimistic': the buffered baseline follows Spark's "
                               "watermark, which waits for every input")

@@ -43,60 +43,42 @@ class PhysicalPlan:
     def buffers(self) -> list:
         return [op for op in self.operators.values() if isinstance(op, BufferSort)]
 
-    def wire(self, at_boundary) -> dict:
-        """For every source and operator, a function that takes an item it emits on through the stateless
-        operators after it, depth first in emission order.
+    def route(self, origin: str, batch, reached):
+        """Hand `batch`, made by the source or operator `origin`, through the stateless operators after it, in
+        the order of their targets; `reached(target, batch)` takes what reaches a sink's target or a boundary
+        operator."""
+        for target in self.downstream[origin]:
+            self._enter(target, batch, reached)
 
-        `at_boundary(target, send)` gives the function that takes the items
-        reaching `target`, a sink (`send` is None) or a boundary operator
-        (keyed or buffer), whose outputs go on to `send`.
-        """
-        entries = {sink: at_boundary(sink, None) for sink in self.sinks}
-        for name in reversed(self.operators):  # topological order reversed: an operator's targets come first
-            operator = self.operators[name]
-            if operator.boundary:
-                entries[name] = at_boundary(name, self._fan_out(name, entries))
-            elif operator.ports:
-                entries[name] = operator.inline(*(entries[port] for port in self.downstream[name]))
-            else:
-                entries[name] = operator.inline(self._fan_out(name, entries))
-        return {name: self._fan_out(name, entries) for name in self.downstream}
+    def _enter(self, target: str, batch, reached):
+        if not len(batch):
+            return
+        operator = self.operators.get(target)
+        if operator is None or operator.boundary:
+            reached(target, batch)
+        elif operator.ports:
+            for port, part in zip(self.downstream[target], operator.apply(batch)):
+                self._enter(port, part, reached)
+        else:
+            self.route(target, operator.apply(batch), reached)
 
-    def _fan_out(self, name, entries):
-        """The function that hands an item `name` emits to each of its targets, in order."""
-        targets = [entries[target] for target in self.downstream[name]]
-        if len(targets) == 1:
-            return targets[0]
-
-        def send(item):
-            for target in targets:
-                target(item)
-
-        return send
-
-    def router(self):
-        """`route(origin, item)`: the `(target, item)` pairs for every sink and boundary operator that an
-        item emitted by `origin`, or its derivatives, reach, in emission order."""
+    def routed(self, origin: str, batch) -> list:
+        """`(target, batch)` for every sink's target and boundary operator that `batch`, made by `origin`, or
+        what the stateless operators make of it, reaches, in order."""
         reached = []
-        wired = self.wire(lambda target, _: lambda item: reached.append((target, item)))
-
-        def route(origin, item) -> list:
-            wired[origin](item)
-            pairs = reached.copy()
-            reached.clear()
-            return pairs
-
-        return route
+        self.route(origin, batch, lambda target, part: reached.append((target, part)))
+        return reached
 
 
-def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
-    """Physical operators for `graph` in `mode` ("optimistic" or "buffered", checked by RunOptions); `buffered` puts a BufferSort before every grouping,
-    window and join."""
+def build_plan(graph: Graph, mode: str = "optimistic", early: bool = False) -> PhysicalPlan:
+    """Physical operators for `graph` in `mode` ("optimistic" or "buffered", checked by RunOptions); `buffered`
+    puts a BufferSort before every grouping, window and join. With `early` (a run that keeps a changelog),
+    windows also send their values so far."""
     graph.validate()
     plan = PhysicalPlan()
     exits = {}
     for node in graph.nodes.values():
-        entries = _entries(plan, node, mode)
+        entries = _entries(plan, node, mode, early)
         for index, parent in enumerate(node.inputs):
             entry = entries[index] if len(entries) > 1 else entries[0]
             for exit_name in exits[parent]:
@@ -110,7 +92,7 @@ def build_plan(graph: Graph, mode: str = "optimistic") -> PhysicalPlan:
     return plan
 
 
-def _entries(plan, node, mode) -> list:
+def _entries(plan, node, mode, early) -> list:
     """The operator names that receive the node's input(s)."""
     kind = node.kind
     if kind in ("source", "sink"):
@@ -138,7 +120,7 @@ def _entries(plan, node, mode) -> list:
     elif kind == "stateful":
         op = StatefulLoop(node.name, node.key, node.fn, node.shard)
     elif kind == "window":
-        op = WindowOperator(node.name, node.key, node.spec, node.fn)
+        op = WindowOperator(node.name, node.key, node.spec, node.fn, early)
     elif kind == "interval_join":
         op = JoinOperator(node.name, node.key, node.spec)
     else:

@@ -10,28 +10,39 @@ replayed source, from what the file holds before the batch (`resume`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from itertools import compress, repeat
 from math import inf
+from zlib import adler32, crc32
 
 from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError, LateEventError
-from flamespark.core.items import Item, Meta, encode_event, event_tiebreak, new_meta
+import numpy as np
+
+from flamespark.core.batch import Batch
+from flamespark.core.items import Meta, encode_event, new_meta
 
 POLICIES = ("drop", "adjust", "fail")
 
 
-def mint(source: str, ts: int, payload, arrival: float, position: int) -> Item:
-    """The item of an event: meta from the event itself, and its `position` (its 0-based place in its source's
-    arrival order) as the path, which tells identical events (same source, time and payload) apart.
+def mint(source: str, times: list, payloads: list, arrivals: list, positions: list, datas: list | None = None) -> Batch:
+    """The batch of a source's admitted events: meta from each event itself, and its `position` (its 0-based place
+    in its source's arrival order) as the path, which tells identical events (same source, time and payload)
+    apart. `datas`, if given, are the payloads' encodings.
 
     Which copy gets which position cannot change any output, since the
     copies are interchangeable; a position is the same on every replay of
     the source, and unique without any count kept of the events before.
     """
-    try:
-        data = pack(payload)
-    except (TypeError, ValueError, OverflowError):
-        data = encode_event(source, ts, payload)  # raises the PayloadError naming the event
-    return Item(new_meta(Meta, (ts, source, event_tiebreak(data), position)), payload, data, False, arrival)
+    if datas is None:
+        try:
+            datas = list(map(pack, payloads))
+        except (TypeError, ValueError, OverflowError):
+            for ts, payload in zip(times, payloads):
+                encode_event(source, ts, payload)  # raises the PayloadError naming the first that fails
+            raise
+    tiebreaks = [crc32(data) << 32 | adler32(data) for data in datas]  # `event_tiebreak`, without a call each
+    metas = list(map(new_meta, repeat(Meta), zip(times, repeat(source), tiebreaks, positions)))
+    return Batch(metas, payloads, datas, [1] * len(metas), arrivals)
 
 
 @dataclass
@@ -120,28 +131,65 @@ class Punctuations:
         self._time = self._lowest()
         self._times = (self._time,) * len(self.latencies)
 
-    def admit(self, source: str, ts: int, payload, arrival: float, position: int | None = None) -> Item | None:
-        """The event as an item with its meta, or None if it is late and dropped. Its `position` in its
-        source's arrival order is, if not given, how many of the source's events this saw before. `source` is
-        a lane, for a source read in lanes."""
-        state = self._sources[source]  # `_heard`, inlined: this runs for every event
-        if self.idle_ms is not None:
-            state.last_seen = self.clock_ms()
-        if self._lanes:  # the lane's source, and its place among the source's events
-            source, count, index = self._lanes.get(source, (source, 1, 0))
-            if position is None:
-                position = state.received * count + index
-        elif position is None:
-            position = state.received
-        state.received += 1
-        if ts <= state.punctuation or (state.max_ts is not None and ts < state.max_ts - self.reorder_latency):
-            ts = self._late(source, state, ts, payload, position)
+    def admit(self, lane: str, times: list, payloads: list, arrivals: list, positions: list | None = None,
+              datas: list | None = None) -> tuple:
+        """Admit a lane's events in arrival order (`times[i]`, `payloads[i]`, that arrived at `arrivals[i]`;
+        `datas`, if given, are the payloads' encodings). Returns the batch of the events admitted (see `mint`)
+        and, with several reorder latencies, each one's first on-time level (else None). An event's position in
+        its source's arrival order is, if not given, counted from the events this saw before. `lane` is a source,
+        or a lane of a source read in lanes."""
+        state = self._heard(lane)
+        source, lanes, index = self._lanes.get(lane, (lane, 1, 0))
+        count = len(times)
+        if not count:
+            return mint(source, [], [], [], []), [] if len(self.latencies) > 1 else None
+        if positions is None:
+            first = state.received * lanes + index
+            positions = range(first, first + count * lanes, lanes)
+        state.received += count
+        before, late = self._judge(state, times)
+        levels = None
+        if len(self.latencies) > 1:
+            levels = (np.searchsorted(self.latencies, before - times, side="left") + 1).tolist()
+        if late:
+            times, payloads, arrivals, positions, datas, levels = self._judged(
+                source, state, late, before, times, payloads, arrivals, positions, datas, levels)
+        if times:
+            newest = max(times)
+            if state.max_ts is None or newest > state.max_ts:
+                state.max_ts = newest
+        state.events += len(times)
+        return mint(source, times, payloads, arrivals, positions, datas), levels
+
+    def _judge(self, state, times: list) -> tuple:
+        """For each of `times`, the newest time before it in its lane (the first's own if the lane had none), as
+        a numpy array: the running maximum; and the indexes of the late events: at or below the lane's
+        punctuation, or more than the reorder latency behind the newest event before them."""
+        try:
+            ts = np.fromiter(times, dtype=np.int64, count=len(times))
+        except OverflowError:
+            ts = np.array(times, dtype=object)
+        start = ts[0] if state.max_ts is None else state.max_ts
+        before = np.maximum.accumulate(np.concatenate(([start], ts[:-1])).astype(ts.dtype))
+        late = (ts < before - self.reorder_latency) | (ts <= state.punctuation)
+        return before, np.flatnonzero(late).tolist()
+
+    def _judged(self, source, state, late, before, times, payloads, arrivals, positions, datas, levels) -> tuple:
+        """The columns of the events kept once the late policy judged the `late` ones (indexes, in order): a
+        dropped event leaves them, an adjusted one stays at its new time."""
+        times = list(times)
+        dropped = set()
+        for index in late:
+            ts = self._late(source, state, times[index], payloads[index], positions[index], int(before[index]))
             if ts is None:
-                return None
-        state.events += 1
-        if state.max_ts is None or ts > state.max_ts:
-            state.max_ts = ts
-        return mint(source, ts, payload, arrival, position)
+                dropped.add(index)
+            else:
+                times[index] = ts
+        if not dropped:
+            return times, payloads, arrivals, positions, datas, levels
+        kept = [index not in dropped for index in range(len(times))]
+        return tuple(None if column is None else list(compress(column, kept))
+                     for column in (times, payloads, arrivals, positions, datas, levels))
 
     def level(self, source: str, ts: int) -> int:
         """The first level (1 to n) at whose reorder latency an event of `source` at `ts` would be on time if
@@ -231,9 +279,10 @@ class Punctuations:
             state.last_seen = self.clock_ms()
         return state
 
-    def _late(self, source, state, ts, payload, position):
-        """The time to process a late event at, or None if it is dropped."""
-        punctuation = self._bar(state)
+    def _late(self, source, state, ts, payload, position, newest):
+        """The time to process a late event at, or None if it is dropped; `newest` is the newest time before it
+        in its lane."""
+        punctuation = self._bar(state, newest)
         if self.late == "fail":
             # Its position counts from 0, as in a changelog's cause; a run from files adds the file and line.
             raise LateEventError.of(source, ts, position, punctuation, payload)
@@ -244,12 +293,12 @@ class Punctuations:
         self.dead_letters.append({"source": source, "ts": ts, "payload": payload, "punctuation": punctuation})
         return None
 
-    def _bar(self, state):
-        """The time at or below which the source's next event is late: the punctuation its newest event so far
-        supports, or the one it was given if higher (an idle source's)."""
-        if state.max_ts is None:
+    def _bar(self, state, newest):
+        """The time at or below which an event is late: the punctuation the newest event before it supports (None
+        if there is none), or the one its lane was given if higher (an idle source's)."""
+        if newest is None:
             return state.punctuation
-        return max(state.punctuation, state.max_ts - self.reorder_latency - 1)
+        return max(state.punctuation, newest - self.reorder_latency - 1)
 
     def _supported(self, source, state, latency: int | None = None):
         if state.ended or (self.expected and state.received >= self.expected.get(source, inf)):

@@ -56,6 +56,7 @@ class Runs:
     checkpoint: Path
     max_rows_per_batch: int | None
     ingest_partitions: int | None = None
+    batch_size: int | None = None
 
     def run(self, graph, inputs: dict, mode: str, label: str):
         """One run of `mode` (the optimistic one keeps a changelog); a Spark run keeps its checkpoint under
@@ -63,7 +64,8 @@ class Runs:
         options = dict(mode=mode, reorder_latency=self.reorder_latency, late=self.late, rate=self.rate,
                        changes=mode == "optimistic")
         if self.engine == "local":
-            return run(graph, inputs, **options)
+            # A paced run's steps are what arrived while it worked: the batch size is for the unpaced ones.
+            return run(graph, inputs, batch_size=self.batch_size if self.rate is None else None, **options)
         checkpoint = self.checkpoint / label / mode
         shutil.rmtree(checkpoint, ignore_errors=True)
         return run(graph, inputs, engine="spark", master=self.master, checkpoint=checkpoint,
@@ -190,8 +192,8 @@ def highest_sustained(points: list) -> dict:
 
 
 def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",
-          reorder_latency: int = 0, late: str = "drop", rate: float | None = None, master: str | None = None,
-          checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
+          reorder_latency: int = 0, late: str = "drop", rate: float | None = None, batch_size: int | None = None,
+          master: str | None = None, checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
           sweep: Sequence[float] = (), stddev_ms: float = 1000.0, seed: int = 0, rates: Sequence[float] = (),
           title: str | None = None, ingest_partitions: int | None = None, scaling: Sequence[str] = (),
           pipeline: str | None = None, warmup_events: int | None = None) -> dict:
@@ -223,7 +225,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     """
     # flamespark.run's errors, and a missing matplotlib, before any work
     check_matplotlib()
-    RunOptions.of(engine, reorder_latency=reorder_latency, late=late, rate=rate,
+    RunOptions.of(engine, reorder_latency=reorder_latency, late=late, rate=rate, batch_size=batch_size,
                   **spark_options_given(master=master, checkpoint=checkpoint, max_rows_per_batch=max_rows_per_batch,
                                         ingest_partitions=ingest_partitions))
     if warmup_events is not None and (engine != "spark" or warmup_events < 0):
@@ -238,7 +240,7 @@ def bench(graph: Graph, inputs: Mapping[str, str | Path], out: str | Path, *, en
     scaled = scaling_runs(pipeline, paths, out / "scaling", scaling, reorder_latency=reorder_latency, late=late,
                           max_rows_per_batch=max_rows_per_batch, ingest_partitions=ingest_partitions) if scaling else None
     runs = Runs(engine, reorder_latency, late, rate, master, checkpoint_directory(out, checkpoint), max_rows_per_batch,
-                ingest_partitions)
+                ingest_partitions, batch_size)
     events = {name: read_input(name, path) for name, path in paths.items()}
     warnings = pace_warnings(events, [rate, *rates], reorder_latency)
     for warning in warnings:

@@ -90,8 +90,9 @@ def claim_pipeline(checkpoint: Path, pipeline: str):
 
 def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str | Path, *, engine: str = "spark",
                      mode: str = "optimistic", reorder_latency: int | tuple = 0, late: str = "drop",
-                     rate: float | None = None, master: str | None = None, checkpoint: str | Path | None = None,
-                     max_rows_per_batch: int | None = None, sink_format: str = "jsonl", follow: bool = False,
+                     rate: float | None = None, batch_size: int | None = None, master: str | None = None,
+                     checkpoint: str | Path | None = None, max_rows_per_batch: int | None = None,
+                     sink_format: str = "jsonl", follow: bool = False,
                      idle_timeout: float | None = None, changes: bool = False,
                      ingest_partitions: int | None = None, sinks: Mapping[str, str] | None = None) -> Result:
     """Run the Graph of `pipeline` (`PATH.py:ATTR`) over `inputs` (source name to a JSONL file or a directory)
@@ -123,7 +124,7 @@ def run_to_directory(pipeline: str, inputs: Mapping[str, str | Path], out: str |
     if engine != "local":
         given.update(checkpoint=checkpoint_directory(out, checkpoint), output=out if follow else None,
                      output_format=sink_format)
-    options = RunOptions.of(engine, mode, reorder_latency, late, idle_timeout=idle_timeout, rate=rate,
+    options = RunOptions.of(engine, mode, reorder_latency, late, batch_size, idle_timeout=idle_timeout, rate=rate,
                             changes=changes, **given)
     check_output_directory(out, paths)
     check_input_files(paths, follow)

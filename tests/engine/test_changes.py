@@ -8,7 +8,7 @@ from flamespark.core.codec import pack
 from flamespark.core.errors import InternalError
 from flamespark.core.items import Item, Meta
 from flamespark.engines.local import LocalRun
-from flamespark.runtime.changes import BatchChanges, Cause, Changelog, StepChanges
+from flamespark.runtime.changes import BatchChanges, Cause, Changelog
 from flamespark.runtime.options import RunOptions
 from tests import graphs
 from tests.oracles.changelog_checks import check_changelog
@@ -23,7 +23,7 @@ from tests.engine.test_exactness import MODES, NUMBER_GRAPHS, document_case, num
 def test_changelog_replays_to_the_released_outputs(build, mode, case):
     latency, events, arrival, every = case
     graph = build()
-    result = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency, punctuate_every=every,
+    result = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency, batch_size=every,
                     changes=True)
     assert result.outputs == reference_run(graph, {"numbers": events})
     check_changelog(result, {"numbers": arrival})
@@ -36,7 +36,7 @@ def test_changelog_replays_to_the_released_outputs(build, mode, case):
 def test_changelog_of_a_fan_out(case):
     latency, events, arrival, every = case
     graph = graphs.fanout_collector()
-    result = fs.run(graph, {"docs": arrival}, reorder_latency=latency, punctuate_every=every, changes=True)
+    result = fs.run(graph, {"docs": arrival}, reorder_latency=latency, batch_size=every, changes=True)
     assert result.outputs == reference_run(graph, {"docs": events})
     check_changelog(result, {"docs": arrival})
 
@@ -78,7 +78,7 @@ class _Timeline(LocalRun):
 @given(case=number_case())
 def test_every_final_output_is_added_before_it_is_released(case):
     latency, _, arrival, every = case
-    run = _Timeline(graphs.running_sum(), RunOptions(reorder_latency=latency, punctuate_every=every, changes=True))
+    run = _Timeline(graphs.running_sum(), RunOptions(reorder_latency=latency, batch_size=every, changes=True))
     run.run({"numbers": arrival})
     last_added = {}
     for index, entry in enumerate(run.timeline):
@@ -92,7 +92,7 @@ def test_every_final_output_is_added_before_it_is_released(case):
 
 def test_a_late_event_retracts_what_it_changed_and_is_named():
     arrival = [(3, 3), (6, 6), (9, 9), (12, 12), (0, 15)]
-    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True)
+    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True, batch_size=1)
     cause = {"source": "numbers", "ts": 0, "position": 4}
     retracted = [(r["ts"], r["payload"]) for r in result.changes["sums"] if r["op"] == "-"]
     # Key 0 held 3, 9 (at 6), 18 (at 9), 30 (at 12): every one of them moves by 15.
@@ -107,7 +107,7 @@ def test_a_late_event_retracts_what_it_changed_and_is_named():
 def test_each_late_event_names_its_own_retractions():
     # Both late events land before 3 on key 0: each retracts the four sums after it, as the one before left them.
     arrival = [(3, 3), (6, 6), (9, 9), (12, 12), (0, 15), (1, 18)]
-    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True)
+    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True, batch_size=1)
     retracted = [(r["ts"], r["payload"], r["cause"]["position"]) for r in result.changes["sums"] if r["op"] == "-"]
     assert retracted == [(3, 3, 4), (6, 9, 4), (9, 18, 4), (12, 30, 4),
                          (3, 18, 5), (6, 24, 5), (9, 33, 5), (12, 45, 5)]
@@ -117,7 +117,7 @@ def test_each_late_event_names_its_own_retractions():
 def test_what_a_step_retracts_and_makes_again_is_not_a_change():
     # The late 0 leaves key 0's sums as they were: nothing to retract, nothing to add again.
     arrival = [(3, 3), (6, 6), (0, 0)]
-    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True)
+    result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True, batch_size=1)
     assert [r["op"] for r in result.changes["sums"]] == ["+", "+", "+"]
 
 
@@ -135,22 +135,10 @@ def _cancel_earliest(entries: list, entry) -> bool:
     return False
 
 
-def _step_changes(entries: list) -> tuple:
-    """What a step must make of `entries`, the slow way: the items that are changes at once, and the retractions
-    left for its end. An item cancels the earliest retraction of the same sink, time and payload still
-    waiting."""
-    added, waiting = [], []
-    for entry in entries:
-        if entry[1].tombstone:
-            waiting.append(entry)
-        elif not _cancel_earliest(waiting, entry):
-            added.append(entry)
-    return added, waiting
-
-
 def _batch_changes(entries: list) -> list:
-    """What a batch must make of `entries`, the slow way: as a step, but a tombstone first cancels the earliest
-    item of the batch it retracts, which never left."""
+    """What a step must make of `entries`, the slow way: an item cancels the earliest retraction of the same sink,
+    time and payload still waiting, and a tombstone first cancels the earliest item of the step it retracts,
+    which never left."""
     added, waiting = [], []
     for entry in entries:
         if entry[1].tombstone:
@@ -164,26 +152,15 @@ def _batch_changes(entries: list) -> list:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2),
                           st.booleans()), max_size=30))
-def test_steps_and_batches_cancel_exactly_what_they_undo(drawn):
+def test_a_step_cancels_exactly_what_it_undoes(drawn):
     # Paths differ where identities may not: the changelog matches on sink, event time and payload alone.
     entries = [(sink, Item(Meta(ts, "s", 0, (index, path)), None, bytes([payload]), tombstone), Cause("s", index, 0))
                for index, (sink, ts, path, payload, tombstone) in enumerate(drawn)]
-    added, retracted = _step_changes(entries)
-    step, batch = StepChanges(), BatchChanges()
-    changes = []
-    for sink, item, cause in entries:
-        unasked = not item.tombstone and item.data not in step.waiting  # what an engine may add without asking
-        if step.add(sink, item, cause):
-            changes.append((sink, item, cause))
-        else:
-            assert not unasked
-    assert changes == added
-    assert step.take() == retracted
-    assert step.take() == []
+    step = BatchChanges()
     for entry in entries:
-        batch.add(*entry)
-    assert batch.take() == _batch_changes(entries)
-    assert batch.take() == []
+        step.add(*entry)
+    assert step.take() == _batch_changes(entries)
+    assert step.take() == []
 
 
 def test_a_step_hands_an_operators_results_to_their_sink_before_the_next_operator_takes_any():

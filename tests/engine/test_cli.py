@@ -96,7 +96,7 @@ def test_both_modes_write_the_same_outputs(tmp_path):
 
 def test_changes_writes_each_sinks_changelog_and_a_run_without_removes_it(tmp_path, capsys):
     lines = readings((3, "a", 3), (6, "a", 6), (1, "a", 10))
-    code, out = run_cli(tmp_path, lines, "--reorder-latency", "10", "--changes")
+    code, out = run_cli(tmp_path, lines, "--reorder-latency", "10", "--changes", "--batch-size", "1")
     assert code == 0 and "2 retracted" in capsys.readouterr().err
     changes = [json.loads(line) for line in (out / "totals.changes.jsonl").read_text().splitlines()]
     assert [(c["op"], c["payload"]["total"]) for c in changes] == [

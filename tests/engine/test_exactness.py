@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 import flamespark as fs
 from tests import graphs
-from tests.strategies import disordered, in_order_events, unique_documents
+from tests.strategies import batch_sizes, disordered, in_order_events, unique_documents
 from tests.oracles.reference import reference_run
 
 MODES = ["optimistic", "buffered"]
@@ -16,7 +16,7 @@ NUMBER_GRAPHS = [graphs.running_sum, graphs.window3, graphs.chained_stateful, gr
 def number_case(draw):
     latency = draw(st.integers(0, 12))
     events = draw(in_order_events(st.integers(0, 20)))
-    return latency, events, draw(disordered(events, latency)), draw(st.integers(1, 4))
+    return latency, events, draw(disordered(events, latency)), draw(batch_sizes())
 
 
 @st.composite
@@ -25,7 +25,7 @@ def document_case(draw):
     docs = unique_documents(draw)
     ts = sorted(draw(st.lists(st.integers(0, 40), min_size=len(docs), max_size=len(docs))))
     events = list(zip(ts, docs))
-    return latency, events, draw(disordered(events, latency)), draw(st.integers(1, 4))
+    return latency, events, draw(disordered(events, latency)), draw(batch_sizes())
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -35,7 +35,7 @@ def document_case(draw):
 def test_number_graphs_match_in_order_run(build, mode, case):
     latency, events, arrival, every = case
     graph = build()
-    result = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency, punctuate_every=every)
+    result = fs.run(graph, {"numbers": arrival}, mode=mode, reorder_latency=latency, batch_size=every)
     assert result.outputs == reference_run(graph, {"numbers": events})
     assert result.late == []
 
@@ -48,7 +48,7 @@ def test_number_graphs_match_in_order_run(build, mode, case):
 def test_fanout_collectors_match_in_order_run(build, sink, mode, case):
     latency, events, arrival, every = case
     graph = build()
-    result = fs.run(graph, {"docs": arrival}, mode=mode, reorder_latency=latency, punctuate_every=every)
+    result = fs.run(graph, {"docs": arrival}, mode=mode, reorder_latency=latency, batch_size=every)
     expected = reference_run(graph, {"docs": events})
     assert result.outputs == expected
     assert len(result.outputs[sink]) == len(events)
@@ -61,7 +61,7 @@ def test_two_sources_match_in_order_run(mode, left, right):
     latency = max(left[0], right[0])
     graph = graphs.two_sources()
     inputs = {"left": left[2], "right": right[2]}
-    result = fs.run(graph, inputs, mode=mode, reorder_latency=latency, punctuate_every=left[3])
+    result = fs.run(graph, inputs, mode=mode, reorder_latency=latency, batch_size=left[3])
     assert result.outputs == reference_run(graph, {"left": left[1], "right": right[1]})
 
 
@@ -69,11 +69,11 @@ def test_disorder_really_causes_replays():
     """The optimistic mode must actually retract: a late item re-does its key's tail."""
     graph = graphs.running_sum()
     arrival = [(3, 3), (6, 6), (9, 9), (12, 12), (0, 15)]
-    result = fs.run(graph, {"numbers": arrival}, reorder_latency=20)
+    result = fs.run(graph, {"numbers": arrival}, reorder_latency=20, batch_size=1)
     assert result.outputs["sums"] == [15, 18, 24, 33, 45]
     assert result.metrics["tombstones"] == 4
     assert result.metrics["replay_ratio"] == pytest.approx((5 + 4 + 4) / 5)
-    buffered = fs.run(graph, {"numbers": arrival}, reorder_latency=20, mode="buffered")
+    buffered = fs.run(graph, {"numbers": arrival}, reorder_latency=20, mode="buffered", batch_size=1)
     assert buffered.outputs == result.outputs
     assert buffered.metrics["tombstones"] == 0
 
@@ -89,7 +89,7 @@ def test_recomputed_state_equal_to_the_old_stops_the_cascade():
     """A late 0 leaves every later sum unchanged: the one retraction is remade identical and cancelled."""
     graph = graphs.running_sum()
     arrival = [(3, 3), (6, 6), (9, 9), (12, 12), (0, 0)]
-    result = fs.run(graph, {"numbers": arrival}, reorder_latency=20)
+    result = fs.run(graph, {"numbers": arrival}, reorder_latency=20, batch_size=1)
     assert result.outputs["sums"] == [0, 3, 9, 18, 30]
     assert result.metrics["tombstones"] == 0
     assert result.metrics["arrived_at_barrier"] == 5
@@ -106,7 +106,7 @@ def test_the_drawn_disorders_make_the_optimistic_mode_retract(case, build, sourc
     @given(case=case)
     def draw(case):
         latency, _, arrival, every = case
-        result = fs.run(build(), {source: arrival}, reorder_latency=latency, punctuate_every=every)
+        result = fs.run(build(), {source: arrival}, reorder_latency=latency, batch_size=every)
         replayed.append(result.metrics["tombstones"] > 0)
 
     draw()

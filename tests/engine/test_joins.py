@@ -15,7 +15,7 @@ import flamespark as fs
 from flamespark.engines.local import LocalRun
 from flamespark.runtime.options import RunOptions
 from tests.oracles.changelog_checks import check_changes
-from tests.strategies import disordered, in_order_events
+from tests.strategies import batch_sizes, disordered, in_order_events
 from tests.oracles.reference import sorted_events
 from tests.engine.test_windows import assert_same_results, reference_windows, window_time
 
@@ -63,7 +63,7 @@ def join_case(draw):
     lower = draw(st.integers(-6, 6))
     upper = draw(st.integers(lower, 8))
     arrival = {"left": draw(disordered(lefts, latency)), "right": draw(disordered(rights, latency))}
-    return latency, lefts, rights, arrival, lower, upper, draw(st.integers(1, 4))
+    return latency, lefts, rights, arrival, lower, upper, draw(batch_sizes())
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -74,7 +74,7 @@ def test_joins_match_the_in_order_program(how, mode, case):
     latency, lefts, rights, arrival, lower, upper, every = case
     g = fs.Graph("join")
     g.source("left").interval_join(g.source("right"), key, within=(lower, upper), how=how, name="j").sink("out")
-    result = fs.run(g, arrival, mode=mode, reorder_latency=latency, punctuate_every=every,
+    result = fs.run(g, arrival, mode=mode, reorder_latency=latency, batch_size=every,
                     changes=mode == "optimistic")
     expected = [payload for _, payload in reference_join(lefts, rights, lower, upper, how)]
     assert_same_results(result.outputs["out"], expected, result_time(upper))
@@ -93,7 +93,7 @@ def test_a_self_join_with_a_right_key_matches_the_in_order_program(mode, case):
     events = g.source("left")
     events.interval_join(events, key, right_key=lambda p: (p["k"] - 1) % 3, within=(lower, upper), how="left",
                          name="j").sink("out")
-    result = fs.run(g, {"left": arrival["left"]}, mode=mode, reorder_latency=latency, punctuate_every=every)
+    result = fs.run(g, {"left": arrival["left"]}, mode=mode, reorder_latency=latency, batch_size=every)
     expected = reference_join(lefts, lefts, lower, upper, "left", right_key=lambda p: (p["k"] - 1) % 3)
     assert_same_results(result.outputs["out"], [payload for _, payload in expected], result_time(upper))
 
@@ -107,7 +107,7 @@ def test_pairs_counted_in_windows_match_the_in_order_program(mode, case, size):
     g = fs.Graph("join_then_count")
     pairs = g.source("left").interval_join(g.source("right"), key, within=(lower, upper), name="j")
     pairs.tumbling_window(lambda pair: pair["left"]["k"], size, name="w").count().sink("counts")
-    result = fs.run(g, arrival, mode=mode, reorder_latency=latency, punctuate_every=every)
+    result = fs.run(g, arrival, mode=mode, reorder_latency=latency, batch_size=every)
     joined = [(ts, {"t": ts, "k": pair["left"]["k"]}) for ts, pair in reference_join(lefts, rights, lower, upper,
                                                                                        "inner")]
     expected = reference_windows(joined, "tumbling", {"size": size}, "count")
@@ -133,7 +133,7 @@ def test_joins_fed_tombstones_match_the_in_order_program(how, mode, case):
     numbered = g.source("left").stateful(key=lambda p: p["v"] % 2, update=counted, name="counted")
     numbered.filter(lambda p: p["n"] % 4 != 0).interval_join(g.source("right"), key, within=(lower, upper),
                                                              how=how, name="j").sink("out")
-    result = fs.run(g, arrival, mode=mode, reorder_latency=latency, punctuate_every=every)
+    result = fs.run(g, arrival, mode=mode, reorder_latency=latency, batch_size=every)
     counts = Counter()
     counted_lefts = []
     for _, ts, payload in sorted_events({"left": lefts}):
@@ -150,7 +150,7 @@ def test_an_impression_clicked_late_is_retracted_from_the_no_click_results():
     g.source("shown").interval_join(g.source("clicked"), key, within=(0, 60), how="left_anti", name="j").sink("out")
     shown = [(0, {"t": 0, "k": 1}), (100, {"t": 100, "k": 2})]
     clicked = [(200, {"t": 200, "k": 0}), (30, {"t": 30, "k": 1})]
-    result = fs.run(g, {"shown": shown, "clicked": clicked}, reorder_latency=200, changes=True)
+    result = fs.run(g, {"shown": shown, "clicked": clicked}, reorder_latency=200, changes=True, batch_size=1)
     assert result.outputs["out"] == [{"t": 100, "k": 2}]
     assert [(c["op"], c["ts"], c["payload"]["t"]) for c in result.changes["out"]] == [
         ("+", 60, 0), ("+", 160, 100), ("-", 60, 0)]

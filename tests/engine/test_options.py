@@ -25,15 +25,15 @@ BAD_OPTIONS = [
     ({"reorder_latency": [1000, -5]}, f"{NOT_A_LATENCY}, got (1000, -5)"),
     ({"reorder_latency": ()}, f"{NOT_A_LATENCY}, got ()"),
     ({"late": "ignore"}, "late policy must be one of drop, adjust, fail, got 'ignore'"),
-    ({"punctuate_every": 0}, "punctuate_every must be a positive integer, got 0"),
-    ({"punctuate_every": True}, "punctuate_every must be a positive integer, got True"),
+    ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
+    ({"batch_size": True}, "batch_size must be a positive integer, got True"),
     ({"idle_timeout": 0}, "idle_timeout must be a positive number of seconds, got 0"),
     ({"idle_timeout": "5"}, "idle_timeout must be a positive number of seconds, got '5'"),
     ({"rate": 0}, "rate must be a positive number of events per second, got 0"),
     ({"rate": float("inf")}, "rate must be a positive number of events per second, got inf"),
     ({"progress": 1}, "progress must be True, False or None (if stderr is a terminal), got 1"),
     ({"reorder_latncy": 5, "sharts": 2}, "unknown option(s) reorder_latncy, sharts; flamespark.run takes engine, "
-                                         "mode, reorder_latency, late, punctuate_every, idle_timeout, rate, changes, "
+                                         "mode, reorder_latency, late, batch_size, idle_timeout, rate, changes, "
                                          "progress and, on engine='spark', " + ", ".join(SPARK_OPTIONS)),
 ]
 
@@ -66,12 +66,12 @@ def test_an_unknown_engine_is_named():
 @pytest.mark.parametrize("engine, options, message", [
     ("local", {"rate": 10, "master": "local[1]"},
      "the local engine takes no engine options, got master (options of the Spark engine)"),
-    ("local", {"rate": 10, "punctuate_every": 5},
-     "punctuate_every is for unpaced runs: a paced run punctuates after applying whatever has arrived"),
+    ("local", {"rate": 10, "batch_size": 5},
+     "batch_size is for unpaced runs: a paced run applies in one batch whatever has arrived while it worked"),
     ("local", {"idle_timeout": 5}, "idle_timeout needs engine='spark': the local engine reads its finite inputs in "
                                    "turn, waiting on each, so no source falls silent while the others go on"),
-    ("spark", {"punctuate_every": 10}, "punctuate_every is taken by the local engine only: the Spark engine "
-                                       "punctuates once per micro-batch (max_rows_per_batch makes batches smaller)"),
+    ("spark", {"batch_size": 10}, "batch_size is taken by the local engine only: on Spark a batch is a "
+                                  "micro-batch (max_rows_per_batch makes them smaller)"),
     ("spark", {"idle_timeout": 5, "mode": "buffered"}, "idle_timeout needs mode='optimistic': the buffered baseline "
                                                         "follows Spark's watermark, which waits for every input"),
 ])
@@ -80,7 +80,7 @@ def test_what_an_engine_does_not_take_is_refused_with_why(no_spark_engine, engin
 
 
 def test_valid_options_are_kept_for_the_engine():
-    options = RunOptions.of("spark", "buffered", 20, "adjust", 1, shards=2, follow=True)
+    options = RunOptions.of("spark", "buffered", 20, "adjust", shards=2, follow=True)
     assert (options.engine, options.mode, options.reorder_latency, options.late) == ("spark", "buffered", 20, "adjust")
     assert options.idle_timeout is None and options.engine_options == {"shards": 2, "follow": True}
     assert RunOptions.of(idle_timeout=0.5, engine="spark").idle_timeout == 0.5

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
-from barrier import barrier as barrier_module
 from flamespark.engines.local import LocalRun
 from flamespark.runtime.options import RunOptions
 from tests import graphs
@@ -34,7 +33,7 @@ def test_events_that_arrived_while_the_engine_was_busy_are_applied_in_meta_order
     the same input unpaced is applied event by event and replays."""
     reversed_input = [(ts, ts) for ts in range(60, 0, -1)]
     graph = graphs.running_sum()
-    unpaced = fs.run(graph, {"numbers": reversed_input}, reorder_latency=100)
+    unpaced = fs.run(graph, {"numbers": reversed_input}, reorder_latency=100, batch_size=1)
     paced = fs.run(graph, {"numbers": reversed_input}, reorder_latency=100, rate=1e9)
     assert paced.outputs == unpaced.outputs == reference_run(graph, {"numbers": reversed_input})
     assert unpaced.metrics["tombstones"] > 0
@@ -53,31 +52,6 @@ def test_a_run_that_keeps_up_takes_as_long_as_its_input_and_counts_latency_from_
     # Event i arrived (became due) 5i ms into the run, and its output left before the run ended: counted from
     # the run's start instead, the later latencies would not fit.
     assert all(latency + 5 * i <= elapsed_ms for i, latency in enumerate(result.latencies_ms))
-
-
-def test_a_run_with_time_to_spare_cancels_tombstones_while_it_waits(monkeypatch):
-    """The late event's retractions meet their items in the barrier while the run waits for the next arrival,
-    so no punctuation has any left to cancel."""
-    monkeypatch.setattr(barrier_module, "_cancel", lambda entries: pytest.fail("a punctuation cancelled tombstones"))
-    events = [(ts, ts) for ts in range(0, 100, 10)] + [(55, 55)] + [(ts, ts) for ts in range(100, 130, 10)]
-    graph = graphs.running_sum()
-    result = fs.run(graph, {"numbers": events}, reorder_latency=1000, rate=200)
-    assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
-    assert result.metrics["tombstones"] > 0
-
-
-def test_a_turn_cancels_the_tombstones_it_made_with_their_items_before_their_punctuation():
-    """With no time to spare the turn itself settles them: the barrier does not hold the retracted items."""
-    graph = graphs.running_sum()
-    run = LocalRun(graph, RunOptions.of(reorder_latency=1000, rate=200))
-    events = [(10, 3), (30, 9), (20, 6)]  # one key; 20 is late: the total at 30 is retracted and made again
-    for ts, value in events:
-        run._apply_waiting([("numbers", ts, value, 0.0)])
-    held = [item for _, item in run.barrier.state.held.snapshot()]
-    assert [(item.meta.ts, item.payload) for item in held] == [(10, 3), (20, 9), (30, 18)]
-    result = turns(run, [], [])
-    assert result.metrics["tombstones"] == 1
-    assert result.outputs == reference_run(graph, {"numbers": sorted(events)})
 
 
 def drawn_turns(data, arrival: list, largest: int):
@@ -102,12 +76,17 @@ def turns(run: LocalRun, groups: list, behind: list):
     return run.result(0.0)
 
 
+def held_back(run: LocalRun) -> list:
+    """The event times of what a run behind held back, in meta order."""
+    return [meta[0] for batch in run.held_back.values() for meta in batch.metas]
+
+
 def test_an_engine_behind_applies_only_what_the_punctuation_made_final():
     graph = graphs.running_sum()
     run = LocalRun(graph, RunOptions.of(reorder_latency=10))
     run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
     # The punctuation after admitting them is 30 - 10 - 1 = 19: only 5 is final.
-    assert [item.meta.ts for _, item in run.admitted] == [20, 30]
+    assert held_back(run) == [20, 30]
     assert run.events == 1
     # 25 comes after 30 but precedes it: applied with the waiting events in meta order, it replays nothing.
     result = turns(run, [[(25, 25)]], [False])
@@ -122,11 +101,11 @@ def test_what_a_turn_behind_held_back_waits_for_time_to_spare_and_is_then_applie
     run.apply([("numbers", ts, ts, 0.0) for ts in (5, 30, 20)], behind=True)
     # One more event, but two wait from before: the turn is still behind, and 25 is not final either.
     run._apply_waiting([("numbers", 25, 25, 0.0)])
-    assert [item.meta.ts for _, item in run.admitted] == [20, 25, 30]
+    assert held_back(run) == [20, 25, 30]
     run._apply_held_back(until=time.perf_counter() - 1.0)  # no time to spare
     assert run.events == 1
     run._apply_held_back(until=math.inf)
-    assert run.admitted == [] and run.events == 4
+    assert held_back(run) == [] and run.events == 4
     result = turns(run, [], [])
     assert result.metrics["tombstones"] == 0
     assert result.outputs == reference_run(graph, {"numbers": [(5, 5), (20, 20), (25, 25), (30, 30)]})

@@ -17,7 +17,8 @@ from benchmarks.state import main
 import flamespark as fs
 from flamespark.engines.spark import query
 from flamespark.engines.spark.processors import StageProcessor
-from flamespark.engines.spark.rows import ITEMS, bundle_items, concat
+from flamespark.engines.spark.processors.blob import BUCKETS_PREFIX
+from flamespark.engines.spark.rows import ITEMS, bundle_batches, concat
 
 EVENTS, PER_BATCH = 60, 10
 
@@ -56,6 +57,15 @@ class LoggedMap:
             self._note("remove", key)
         self._state.write(updates, removals)
 
+    @property
+    def stopwatch(self):
+        return self._state.stopwatch
+
+    def prefixed(self, prefix: bytes, to_bytes=bytes):
+        """The logged view of the entries under `prefix`; the buckets' is named so."""
+        name = "buckets" if prefix == BUCKETS_PREFIX else f"{self._name}:{prefix!r}"
+        return LoggedMap(self._state.prefixed(prefix, to_bytes), name, self._log)
+
 
 class LoggedStage(StageProcessor):
     def __init__(self, topology, stage, log_dir=None, **options):
@@ -65,14 +75,14 @@ class LoggedStage(StageProcessor):
     def init(self, handle):
         self.log = []
         super().init(handle)
-        self.buckets = LoggedMap(self.buckets, "buckets", self.log)
+        self.store = LoggedMap(self.store, "value", self.log)
         self.held = [LoggedMap(chunks, "held", self.log) for chunks in self.held]
 
     def handleInputRows(self, key, rows, timerValues):
         batch = concat(rows)
         mine = batch[(batch["kind"] == ITEMS) & (batch["seq"] == self.stage)]
-        keys = [self.operators[target].key_of(item).hex()
-                for target, item, _ in bundle_items(mine.itertuples(index=False)) if target in self.operators]
+        keys = [key.hex() for target, (rows_of, keys) in bundle_batches(mine.itertuples(index=False)).items()
+                if target in self.operators for key in (keys or self.operators[target].keys_of(rows_of))]
         self.log.clear()
         started = time.time()
         out = list(super().handleInputRows(key, iter([batch]), timerValues))

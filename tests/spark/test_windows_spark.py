@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flamespark as fs
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta, event_tiebreak
 from flamespark.engines.spark.processors.buckets import StageState
@@ -98,48 +99,66 @@ def as_items(arrival, side=None):
     return items
 
 
-def stored_run(operator, items, per_batch: int, latency: int, store: DictMap) -> Counter:
-    """The operator over `items` in batches, each on a StageState of its own over `store` (as a Spark shard runs
-    a batch: buckets loaded from and saved to the store, collected at the batch's punctuation, the least over
-    the sources); what survives of its outputs and their tombstones, as the barrier counts them."""
-    survivors = Counter()
+def batches(items, per_batch: int, latency: int):
+    """`items` in batches of `per_batch`, each with the punctuation after it (the least over the sources of the
+    newest time less `latency`), and a last, empty one at +inf."""
     newest = dict.fromkeys({item.meta.source for item in items}, -math.inf)
     for start in range(0, len(items), per_batch):
-        stage = StageState({operator.name: operator}, store)
-        state = stage.states[operator.name]
-        for item in items[start:start + per_batch]:
+        part = items[start:start + per_batch]
+        for item in part:
             newest[item.meta.source] = max(newest[item.meta.source], item.meta.ts)
-            for out in operator.process(item, state):
-                survivors[(out.meta, out.data)] += -1 if out.tombstone else 1
-        time = min(newest.values()) - latency
-        stage.punctuate(lambda name: time)
-        stage.save()
+        yield part, min(newest.values()) - latency
+    yield [], math.inf
+
+
+def counted(survivors: Counter, made):
+    for out in made.items() if made else ():
+        survivors[(out.meta, out.data)] += -1 if out.tombstone else 1
+
+
+def stored_run(operator, items, per_batch: int, latency: int, store: DictMap) -> Counter:
+    """The operator over `items` in batches, each on a StageState of its own over `store` (as a Spark shard runs
+    a batch: state read from and written to the store, and what the shard's value keeps of it carried from batch
+    to batch), with the batch's punctuation; what survives of its outputs and their tombstones, as the barrier
+    counts them."""
+    survivors, index = Counter(), None
+    for part, time in batches(items, per_batch, latency):
+        stage = StageState({operator.name: operator}, store, index)
+        state = stage.states[operator.name]
+        batch = Batch.of_items(part).in_meta_order()
+        keys = operator.keys_of(batch)
+        stage.read(operator.name, keys)
+        counted(survivors, operator.take(batch, state, keys))
+        counted(survivors, operator.punctuate(time, state))
+        index = stage.save()
     return +survivors
 
 
-def in_memory_run(operator, items) -> Counter:
+def in_memory_run(operator, items, per_batch: int, latency: int) -> Counter:
     survivors, state = Counter(), operator.new_state()
-    for item in items:
-        for out in operator.process(item, state):
-            survivors[(out.meta, out.data)] += -1 if out.tombstone else 1
+    for part, time in batches(items, per_batch, latency):
+        counted(survivors, operator.take(Batch.of_items(part), state))
+        counted(survivors, operator.punctuate(time, state))
     return +survivors
 
 
 OPERATORS = {
-    "tumbling": lambda: WindowOperator("w", key, Tumbling(5), Aggregate.collect(lambda p: p["v"])),
-    "hopping": lambda: WindowOperator("w", key, Hopping(7, 3), Aggregate.sum(lambda p: p["v"])),
-    "session": lambda: WindowOperator("w", key, Sessions(4), Aggregate.collect(lambda p: p["v"])),
+    "tumbling": lambda early: WindowOperator("w", key, Tumbling(5), Aggregate.collect(lambda p: p["v"]), early),
+    "tumbling count": lambda early: WindowOperator("w", key, Tumbling(5), Aggregate.count(), early),
+    "hopping": lambda early: WindowOperator("w", key, Hopping(7, 3), Aggregate.sum(lambda p: p["v"]), early),
+    "session": lambda early: WindowOperator("w", key, Sessions(4), Aggregate.collect(lambda p: p["v"]), early),
 }
 
 
+@pytest.mark.parametrize("early", [False, True], ids=["final", "early"])
 @pytest.mark.parametrize("kind", sorted(OPERATORS))
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32), per_batch=st.integers(1, 12))
-def test_window_buckets_kept_in_a_state_store_make_what_buckets_in_memory_make(kind, seed, per_batch):
+def test_window_state_kept_in_a_state_store_makes_what_state_in_memory_makes(kind, early, seed, per_batch):
     rnd = random.Random(seed)
     items = as_items(disorder(in_order(rnd, 40), rnd))
-    stored = stored_run(OPERATORS[kind](), items, per_batch, LATENCY, DictMap())
-    assert stored == in_memory_run(OPERATORS[kind](), items)
+    stored = stored_run(OPERATORS[kind](early), items, per_batch, LATENCY, DictMap())
+    assert stored == in_memory_run(OPERATORS[kind](early), items, per_batch, LATENCY)
 
 
 @pytest.mark.parametrize("how", ["inner", "left", "left_anti"])
@@ -153,18 +172,21 @@ def test_join_buckets_kept_in_a_state_store_make_what_buckets_in_memory_make(how
     def join():
         return JoinOperator("j", key, JoinSpec(key, -3, 4, how))
 
-    assert stored_run(join(), items, per_batch, LATENCY, DictMap()) == in_memory_run(join(), items)
+    assert stored_run(join(), items, per_batch, LATENCY, DictMap()) == in_memory_run(join(), items, per_batch,
+                                                                                    LATENCY)
 
 
 @pytest.mark.parametrize("kind", sorted(OPERATORS))
 def test_store_entries_shrink_to_what_the_reorder_latency_can_change(kind):
-    """After a long run in order, the store holds a bucket per key with a reorder latency's windows: its bytes
-    do not grow with the stream."""
+    """After a long run in order, the store holds a reorder latency's windows: its entries and their bytes do not
+    grow with the stream."""
     store = DictMap()
-    sizes = []
+    sizes, entries = [], []
     items = as_items(in_order(random.Random(7), 3_000))
     for start in range(0, len(items), 500):
-        stored_run(OPERATORS[kind](), items[start:start + 500], 50, LATENCY, store)
-        sizes.append(sum(len(row[0]) for row in store.rows.values()))
-    assert len(store.rows) <= 3  # one entry per key
+        stored_run(OPERATORS[kind](False), items[start:start + 500], 50, LATENCY, store)
+        rows = store.all_rows()
+        sizes.append(sum(len(row[0]) for row in rows.values()))
+        entries.append(len(rows))
+    assert max(entries) <= 2 * entries[0] + 3, entries
     assert max(sizes) <= 2 * sizes[0], sizes

@@ -1,13 +1,13 @@
 """The barrier, and late-event policies and bad inputs through `flamespark.run`."""
 import math
-from itertools import chain, repeat
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import flamespark as fs
-from barrier import barrier as barrier_module
 from barrier.barrier import Barrier
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
 from tests import graphs
@@ -17,14 +17,22 @@ def item(ts, payload, tombstone=False, arrival=0.0):
     return Item(Meta(ts, "s", 0, (0,)), payload, pack(payload), tombstone, arrival)
 
 
+def pushed(barrier, sink, *items):
+    """Push `items` to `barrier` for `sink`, as one batch."""
+    barrier.push(sink, Batch.of_items(list(items)))
+
+
 @pytest.mark.parametrize("tombstone_first", [True, False])
-def test_tombstone_cancels_its_item_in_either_order(tombstone_first):
+@pytest.mark.parametrize("one_batch", [True, False])
+def test_tombstone_cancels_its_item_in_either_order(tombstone_first, one_batch):
     barrier = Barrier()
     pair = [item(2, "old", tombstone=True), item(2, "old")]
-    for entry in pair if tombstone_first else pair[::-1]:
-        barrier.push("out", entry)
-    barrier.push("out", item(2, "new"))
-    barrier.push("out", item(1, "first"))
+    entries = [*(pair if tombstone_first else pair[::-1]), item(2, "new"), item(1, "first")]
+    if one_batch:
+        pushed(barrier, "out", *entries)
+    else:
+        for entry in entries:
+            pushed(barrier, "out", entry)
     released = [(i.sink, i.payload) for i in barrier.punctuate(5)]
     assert released == [("out", "first"), ("out", "new")]
     assert (barrier.arrived, barrier.tombstones, barrier.released) == (4, 1, 2)
@@ -32,49 +40,35 @@ def test_tombstone_cancels_its_item_in_either_order(tombstone_first):
 
 def test_release_waits_for_the_punctuation():
     barrier = Barrier()
-    for t in (3, 1, 2):
-        barrier.push("out", item(t, t))
+    pushed(barrier, "out", *(item(t, t) for t in (3, 1, 2)))
     assert [i.payload for i in barrier.punctuate(1)] == [1]
     assert len(barrier) == 2
     assert [i.payload for i in barrier.punctuate(math.inf)] == [2, 3]
 
 
+def test_batches_in_order_make_one_run_and_a_late_batch_a_run_of_its_own():
+    barrier = Barrier()
+    for times in ((1, 2), (3, 5), (4, 6), (7,)):
+        pushed(barrier, "out", *(item(t, t) for t in times))
+    assert [[row.meta[0] for row in run] for run in barrier.state.runs] == [[1, 2, 3, 5, 7], [4, 6]]
+    assert [i.payload for i in barrier.punctuate(5)] == [1, 2, 3, 4, 5]
+    assert [[row.meta[0] for row in run] for run in barrier.state.runs] == [[7], [6]]
+
+
 def test_tombstone_that_never_met_its_item_is_loud():
     barrier = Barrier()
-    barrier.push("out", item(2, "ghost", tombstone=True))
+    pushed(barrier, "out", item(2, "ghost", tombstone=True))
     with pytest.raises(fs.InternalError, match="never met their item"):
         barrier.punctuate(2)
-
-
-def test_settle_cancels_pairs_before_their_punctuation(monkeypatch):
-    barrier = Barrier()
-    barrier.settle()
-    for entry in (item(2, "old"), item(3, "kept"), item(2, "old", tombstone=True)):
-        barrier.push("out", entry)
-    barrier.settle()
-    monkeypatch.setattr(barrier_module, "_cancel", lambda entries: pytest.fail("cancelled at the punctuation"))
-    assert [i.payload for i in barrier.punctuate(5)] == ["kept"]
-    assert (barrier.arrived, barrier.tombstones, barrier.released) == (3, 1, 1)
-
-
-def test_a_later_copy_of_a_settled_item_keeps_the_earliest_arrival():
-    barrier = Barrier()
-    barrier.settle()
-    barrier.push("out", item(2, "copy", arrival=1.0))
-    barrier.push("out", item(2, "copy", tombstone=True, arrival=1.0))
-    barrier.settle()
-    barrier.push("out", item(2, "copy", arrival=2.0))
-    assert [(i.data, i.arrival) for i in barrier.punctuate(5)] == [(pack("copy"), 1.0)]
 
 
 def test_an_item_pushed_for_two_sinks_is_released_for_each():
     barrier = Barrier()
     both = item(2, "both")
-    barrier.push("a", both)
-    barrier.push("b", both)
-    barrier.push("b", item(2, "both", tombstone=True))
+    pushed(barrier, "a", both)
+    pushed(barrier, "b", both)
+    pushed(barrier, "b", item(2, "both", tombstone=True))
     assert [(i.sink, i.payload) for i in barrier.punctuate(5)] == [("a", "both")]
-    assert both.sink == "a"
 
 
 SCRIPTS = st.lists(
@@ -82,63 +76,88 @@ SCRIPTS = st.lists(
         st.tuples(st.just("item"), st.integers(0, 4), st.integers(0, 1), st.sampled_from(["a", "b"]),
                   st.integers(0, 3)),
         st.tuples(st.just("tombstone"), st.integers(0, 20)),
-        st.tuples(st.just("settle"), st.one_of(st.none(), st.integers(0, 3))),
+        st.tuples(st.just("batch")),
         st.tuples(st.just("punctuate"), st.integers(0, 5)),
     ),
     max_size=60,
 )
 
 
-def releases(script, settling: bool) -> list:
-    """What a barrier holds and releases at each punctuation of `script` (settle steps skipped unless
-    `settling`; one with a budget has time for that many event times), then at +inf, or the internal error it
-    raises. A tombstone step cancels the item of the n-th item step (mod their number)."""
-    barrier = Barrier()
-    if settling:
-        barrier.settle()  # from the first tombstone on
-    pushed = []
-    released = []
+def script_rows(script) -> list:
+    """The steps of `script` as pushes and punctuations: `("push", [(sink, item)])` for the rows up to each
+    batch step or punctuation, `("punctuate", time)`. A tombstone step cancels the item of the n-th item step
+    (mod their number); rows at or below the last punctuation are left out, as no engine sends them."""
+    steps, rows, items, horizon = [], [], [], -math.inf
+    for kind, *args in [*script, ("punctuate", math.inf)]:
+        if kind == "item":
+            ts, payload, sink, arrival = args
+            items.append((sink, item(ts, payload, arrival=float(arrival))))
+            if ts > horizon:
+                rows.append(items[-1])
+        elif kind == "tombstone":
+            if items:
+                sink, made = items[args[0] % len(items)]
+                if made.meta.ts > horizon:
+                    rows.append((sink, item(made.meta.ts, made.payload, tombstone=True, arrival=made.arrival)))
+        else:
+            steps.append(("push", rows))
+            rows = []
+            if kind == "punctuate":
+                steps.append(("punctuate", args[0]))
+                horizon = max(horizon, args[0])
+    return steps
+
+
+def barrier_releases(steps) -> list:
+    """What a barrier releases at each punctuation of `steps`, or the internal error it raises."""
+    barrier, released = Barrier(), []
     try:
-        for kind, *args in [*script, ("punctuate", math.inf)]:
-            if kind == "settle":
-                if settling:
-                    barrier.settle(None if args[0] is None else chain([True] * args[0], repeat(False)).__next__)
-            elif kind == "punctuate":
-                released.append(len(barrier))  # what the engine notes as buffered
-                released.append([(i.sink, tuple(i.meta), i.data, i.arrival) for i in barrier.punctuate(*args)])
-            elif kind == "item":
-                ts, payload, sink, arrival = args
-                pushed.append((sink, item(ts, payload, arrival=float(arrival))))
-                if ts > barrier.horizon:
-                    barrier.push(*pushed[-1])
-            elif pushed:
-                sink, made = pushed[args[0] % len(pushed)]
-                if made.meta.ts > barrier.horizon:
-                    barrier.push(sink, item(made.meta.ts, made.payload, tombstone=True, arrival=made.arrival))
+        for kind, what in steps:
+            if kind == "push":
+                for sink in ("a", "b"):
+                    pushed(barrier, sink, *(row for row_sink, row in what if row_sink == sink))
+            else:
+                released.append([(i.sink, tuple(i.meta), i.data) for i in barrier.punctuate(what)])
     except fs.InternalError as error:
-        released.append(str(error))
+        released.append("error")
     return released
 
 
-@pytest.mark.slow  # 300 examples
+def reference_releases(steps) -> list:
+    """The same, the slow way: at each punctuation, every identity at or below it whose weights sum above zero,
+    that many times, in (meta, sink, data) order; an identity whose weights sum below zero is an error."""
+    held, released, horizon = Counter(), [], -math.inf
+    for kind, what in steps:
+        if kind == "push":
+            for sink, row in what:
+                held[(tuple(row.meta), sink, row.data)] += -1 if row.tombstone else 1
+            continue
+        if what <= horizon:
+            released.append([])
+            continue
+        horizon = what
+        due = sorted(identity for identity in held if identity[0][0] <= what)
+        if any(held[identity] < 0 for identity in due):
+            released.append("error")
+            return released
+        released.append([(sink, meta, data) for meta, sink, data in due for _ in range(held[(meta, sink, data)])])
+        for identity in due:
+            del held[identity]
+    return released
+
+
 @settings(max_examples=300, deadline=None)
 @given(SCRIPTS)
-def test_settling_never_changes_what_is_released(script):
-    assert releases(script, settling=True) == releases(script, settling=False)
-
-
-def test_tombstones_left_without_their_items_are_named_alike_with_or_without_settling():
-    script = [("item", 1, 0, "a", 0), ("item", 1, 0, "b", 0), ("tombstone", 0), ("item", 0, 0, "a", 0),
-              ("tombstone", 1), ("tombstone", 1), ("tombstone", 0)]  # one tombstone too many for each sink
-    assert releases(script, settling=True) == releases(script, settling=False)
-    assert "for sink 'a' from event ts=1" in releases(script, settling=True)[-1]
+def test_the_barrier_releases_what_the_weights_leave_whatever_the_batches(script):
+    steps = script_rows(script)
+    assert barrier_releases(steps) == reference_releases(steps)
 
 
 def test_item_after_its_punctuation_is_an_internal_error():
     barrier = Barrier()
     barrier.punctuate(10)
     with pytest.raises(fs.InternalError, match="after punctuation 10"):
-        barrier.push("out", item(4, "late"))
+        pushed(barrier, "out", item(4, "late"))
 
 
 LATE_INPUT = [(9, 9), (21, 21), (6, 6), (30, 30)]
@@ -196,8 +215,8 @@ def test_peak_buffered_counts_the_baseline_sort_buffers():
     g = fs.Graph("silent")
     g.source("numbers").stateful(lambda v: 0, graphs.running_sum_update).filter(lambda v: False).sink("none")
     events = [(t, t) for t in range(0, 100, 3)]
-    optimistic = fs.run(g, {"numbers": events}, reorder_latency=30)
-    buffered = fs.run(g, {"numbers": events}, reorder_latency=30, mode="buffered")
+    optimistic = fs.run(g, {"numbers": events}, reorder_latency=30, batch_size=1)
+    buffered = fs.run(g, {"numbers": events}, reorder_latency=30, mode="buffered", batch_size=1)
     assert optimistic.metrics["peak_buffered"] == 0
     assert buffered.metrics["peak_buffered"] == 12  # events within 31 ms of the newest, before its punctuation
 

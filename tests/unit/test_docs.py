@@ -21,9 +21,11 @@ DOCUMENTED = [
                                               "Graph.to_networkx", "Graph.validate"]),
     *(f"flamespark.windows.Window.{name}" for name in ["count", "sum", "min", "max", "mean", "collect", "aggregate"]),
     "flamespark.api.run",
+    "flamespark.spark.frames.stream",
+    "flamespark.spark.frames.payloads",
     "flamespark.result.Result",
-    "flamespark.runtime.changes.StepChanges",
-    "operators.base.Operator.process",
+    "flamespark.runtime.changes.BatchChanges",
+    "operators.base.Operator.apply",
     "flamespark.engines.spark.batch_time.batch_time",
     "flamespark.tools.bench_report.batch_time_markdown",
 ]
@@ -39,14 +41,22 @@ def _modules():
 
 
 EXAMPLES = {test.name: test for module in _modules() for test in examples_of(module)}
+# The examples of `flamespark.spark.stream` and `payloads` run queries on a session.
+ON_SPARK = "flamespark.spark.frames."
 
 
 def test_what_a_user_meets_first_has_an_example():
     assert sorted(set(DOCUMENTED) - set(EXAMPLES)) == []
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize("name", sorted(name for name in EXAMPLES if not name.startswith(ON_SPARK)))
 def test_the_example_runs(name):
+    assert_runs(EXAMPLES[name])
+
+
+@pytest.mark.parametrize("name", sorted(name for name in EXAMPLES if name.startswith(ON_SPARK)))
+def test_the_spark_example_runs(name, spark):
+    """On the test session (the `spark` fixture), which the example's `getOrCreate` finds."""
     assert_runs(EXAMPLES[name])
 
 

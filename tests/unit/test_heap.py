@@ -6,9 +6,11 @@ import weakref
 import pytest
 
 import flamespark as fs
+from flamespark.engines.local_pipeline import Pipeline
 from flamespark.runtime import heap
 from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.plan import build_plan
+from flamespark.runtime.punctuations import mint
 
 from tests import processes
 
@@ -69,26 +71,24 @@ def test_cycles_user_functions_make_are_collected_during_a_run_once_the_young_ob
 
     graph = fs.Graph("g")
     graph.source("s").map(make_a_cycle).sink("out")
-    fs.run(graph, {"s": [(t, t) for t in range(3_000)]})
+    # The engine looks at the young objects once a step: steps of 100 events, so that several come before the last.
+    fs.run(graph, {"s": [(t, t) for t in range(3_000)]}, batch_size=100)
     assert alive_at_last and alive_at_last[0] < 1_000  # without the limit, all 3,000 would wait for the end
 
 
-def test_the_wired_functions_free_what_they_hold_without_a_collection():
+def test_a_pipeline_frees_what_it_holds_without_a_collection():
     graph = fs.Graph("g")
-    values = graph.source("s").stateful(key=lambda v: v % 3, update=lambda total, v: (v, [v]))
+    values = graph.source("s").stateful(key=lambda v: v % 3, update=lambda total, v: (v, [v]), name="keep")
     values.map(lambda v: v + 1).sink("out")
     values.sink("raw")
-
-    class State:
-        pass
-
-    state = State()
-    held = weakref.ref(state)
     gc.disable()
     try:
-        wired = build_plan(graph).wire(lambda target, send, state=state: lambda item: send and send(item))
-        del state, wired
-        assert held() is None  # freed by reference counting: no cycle among the wiring's closures
+        pipeline = Pipeline(build_plan(graph))
+        pipeline.apply({"s": mint("s", [1, 2, 3], [1, 2, 3], [0.0] * 3, [0, 1, 2])})
+        held = weakref.ref(pipeline.states["keep"])
+        assert len(pipeline.barrier) == 6  # the step went through the operators to both sinks
+        del pipeline
+        assert held() is None  # freed by reference counting: no cycle through the routing, the states or the barrier
     finally:
         gc.enable()
 

@@ -152,6 +152,12 @@ def test_a_package_imports_first_without_pyspark(statement):
     assert done.returncode == 0, done.stderr
 
 
+def test_the_pyspark_pipeline_package_imports_first():
+    done = processes.run([sys.executable, "-c", "import flamespark.spark"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 LOCAL_RUN = """
 import sys
 import flamespark as fs

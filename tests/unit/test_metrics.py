@@ -27,7 +27,7 @@ def test_replay_ratio_without_releases():
 
 def test_a_local_run_has_the_common_keys_and_its_punctuations_under_engine():
     result = fs.run(graphs.running_sum(), {"numbers": [(t, t) for t in (3, 1, 2, 6, 5)]}, reorder_latency=2,
-                    punctuate_every=2)
+                    batch_size=2)
     assert set(result.metrics) == COMMON_KEYS
     assert result.metrics["engine"] == {"name": "local", "punctuations": result.metrics["latency_ms"]["batches"]}
     assert result.metrics["engine"]["punctuations"] >= 2

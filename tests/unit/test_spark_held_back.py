@@ -8,8 +8,9 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
-from flamespark.core.items import Item, Meta
+from flamespark.core.items import Meta
 from flamespark.engines.spark.processors.held_back import HeldBack
 
 
@@ -41,24 +42,26 @@ def test_every_item_is_applied_once_and_nothing_final_is_held(batches):
     arrived, applied = [], []
     for number, (times, behind, rise) in enumerate([*batches, ([], False, math.inf)]):  # the last ends the input
         punctuation += rise
-        items = [("count", Item(Meta(ts, "s", len(arrived) + at, (number, at)), None, pack([number, at])), None)
-                 for at, ts in enumerate(times)]
+        rows = Batch([Meta(ts, "s", len(arrived) + at, (number, at)) for at, ts in enumerate(times)],
+                     [None] * len(times), [pack([number, at]) for at in range(len(times))], [1] * len(times),
+                     [0.0] * len(times))
         arrived += [(number, at) for at in range(len(times))]
         held = HeldBack(chunks, index)
         before = len(held)
-        ready = held.sort_out(items, behind, punctuation)
+        ready = held.sort_out({"count": (rows, None)} if times else {}, behind, punctuation)
         index = held.index
-        applied += [tuple(item.payload) for _, item, _ in ready]  # decoded
+        ready_rows = [batch for batch, _ in ready.values()]
+        applied += [tuple(payload) for batch in ready_rows for payload in batch.payloads]  # decoded
         waiting = held_times(chunks)
-        applied_times = [item.meta.ts for _, item, _ in ready]
-        assert len(held) == len(waiting) == before + len(items) - len(ready)
+        applied_times = [meta.ts for batch in ready_rows for meta in batch.metas]
+        assert len(held) == len(waiting) == before + len(times) - len(applied_times)
         assert all(ts > punctuation for ts in waiting)
         if behind:
             assert all(ts <= punctuation for ts in applied_times)
         else:
-            assert len([ts for ts in applied_times if ts > punctuation]) <= 2 * len(items)
+            assert len([ts for ts in applied_times if ts > punctuation]) <= 2 * len(times)
             assert not waiting or not applied_times or max(applied_times) <= min(waiting)
             if before == 0:
-                assert len(ready) == len(items)
+                assert len(applied_times) == len(times)
     assert sorted(applied) == sorted(arrived)
     assert not chunks

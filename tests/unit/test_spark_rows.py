@@ -4,12 +4,14 @@ from types import SimpleNamespace
 import msgpack
 import pandas as pd
 
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
 from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.collector import _handler_times
 from flamespark.engines.spark.processors.blob import HANDLER, BlobProcessor, handler, metric_row
 from flamespark.engines.spark.processors.pipelined import Stopwatch
+from flamespark.runtime.changes import Cause
 from flamespark.engines.spark.rows import (
     COLUMNS,
     END_OF_TIME_MS,
@@ -19,7 +21,8 @@ from flamespark.engines.spark.rows import (
     OUT,
     PUNCT,
     Outbox,
-    bundle_items,
+    bundle_batches,
+    bundle_records,
     control_row,
     frame,
     with_event_time,
@@ -30,13 +33,17 @@ def item(ts, payload, path=(0,), tombstone=False):
     return Item(Meta(ts, "src", 7, path), payload, pack(payload), tombstone, 1.5)
 
 
+def batch(*items, causes=None):
+    return Batch.of_items(list(items), causes)
+
+
 def test_an_outbox_makes_one_row_per_kind_stage_and_shard_whose_ts_is_its_latest_record():
     outbox = Outbox()
-    outbox.add(ITEMS, 2, 0, "count", item(5, "a"))
-    outbox.add(ITEMS, 2, 0, "count", item(9, "b"))
-    outbox.add(ITEMS, 2, 1, "count", item(3, "c"))
-    outbox.add(ITEMS, 3, 0, "out", item(4, "d"), cause=b"why")
-    outbox.add(OUT, 0, 0, "out", item(1, "e"))
+    outbox.add(ITEMS, 2, 0, "count", batch(item(5, "a")))
+    outbox.add(ITEMS, 2, 0, "count", batch(item(9, "b")))
+    outbox.add(ITEMS, 2, 1, "count", batch(item(3, "c")))
+    outbox.add(ITEMS, 3, 0, "out", batch(item(4, "d"), causes=[Cause("src", 4, 0)]))
+    outbox.add(OUT, 0, 0, "out", batch(item(1, "e")))
     rows = frame(outbox.rows())
     assert list(rows.columns) == COLUMNS
     assert sorted(zip(rows["kind"], rows["seq"], rows["shard"], rows["ts"])) == [
@@ -44,18 +51,21 @@ def test_an_outbox_makes_one_row_per_kind_stage_and_shard_whose_ts_is_its_latest
     assert outbox.rows() == []
 
 
-def test_bundled_items_come_back_as_they_went_with_payloads_decoded_where_asked():
-    sent = [("count", item(5, {"w": "a"}, path=(0, 2)), None), ("count", item(5, {"w": "a"}, tombstone=True), None),
-            ("out", item(6, [1, 2]), b"why")]
+def test_bundled_batches_come_back_as_they_went_with_payloads_decoded_where_asked():
     outbox = Outbox()
-    for target, one, cause in sent:
-        outbox.add(ITEMS, 1, 0, target, one, cause)
-    rows = frame(outbox.rows()).itertuples(index=False)
-    back = bundle_items(rows, decode=lambda target: target == "count")
-    assert [(target, one.meta, one.data, one.tombstone, one.arrival, cause) for target, one, cause in back] == [
-        (target, one.meta, one.data, one.tombstone, one.arrival, cause) for target, one, cause in sent]
-    assert all(type(one.meta) is Meta and type(one.meta.path) is tuple for _, one, _ in back)
-    assert [one.payload for _, one, _ in back] == [{"w": "a"}, {"w": "a"}, None]
+    counted = batch(item(5, {"w": "a"}, path=(0, 2)), item(5, {"w": "a"}, tombstone=True))
+    outbox.add(ITEMS, 1, 0, "count", counted, [b"ka", b"kb"])
+    outbox.add(ITEMS, 1, 0, "out", batch(item(6, [1, 2]), causes=[Cause("src", 6, 3)]))
+    rows = list(frame(outbox.rows()).itertuples(index=False))
+    back = bundle_batches(rows, decode=lambda target: target == "count")
+    (count, keys), (out, no_keys) = back["count"], back["out"]
+    assert (count.metas, count.datas, count.weights, count.arrivals, count.causes) == (
+        counted.metas, counted.datas, [1, -1], [1.5, 1.5], None)
+    assert keys == [b"ka", b"kb"] and no_keys is None
+    assert all(type(meta) is Meta and type(meta.path) is tuple for meta in count.metas)
+    assert count.payloads == [{"w": "a"}, {"w": "a"}] and out.payloads == [None]
+    assert out.causes == [Cause("src", 6, 3)]
+    assert [record[0] for row in rows for record in bundle_records(row.payload)] == ["count", "count", "out"]
 
 
 def test_handler_times_are_summed_per_batch_and_stage_over_tasks_and_calls():

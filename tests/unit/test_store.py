@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from barrier.barrier import Barrier, BarrierState
 from barrier.impatience import ImpatienceSorter
+from flamespark.core.batch import Batch
 from flamespark.core.codec import pack
 from flamespark.core.errors import UserFunctionError
 from flamespark.core.items import Item, Meta
@@ -36,7 +37,7 @@ class EncodedState(KeyedState):
         else:
             self.blobs[key] = msgpack.packb(self.operator.dump_bucket(bucket))
 
-    def due(self, time):
+    def collectable(self, time):
         return list(self.blobs)
 
 
@@ -49,19 +50,22 @@ def tombstone_of(original):
 
 
 def run(operator, state, steps) -> list:
-    """Apply `steps` (items, and punctuation times as ints); everything emitted, in order."""
+    """Apply `steps`: an item is a batch of its own, a list of items one batch, an int a punctuation time.
+    Returns everything emitted, in order."""
     out = []
     for step in steps:
-        if isinstance(step, Item):
-            out += operator.process(step, state)
+        if isinstance(step, (Item, list)):
+            out += operator.take(Batch.of_items(step if isinstance(step, list) else [step]), state).items()
         else:
-            out += operator.punctuate(step, state)
+            made = operator.punctuate(step, state)
+            out += made.items() if made is not None else []
     return [(o.tombstone, o.meta, o.data, o.arrival) for o in out]
 
 
 @st.composite
 def keyed_steps(draw):
-    """Items within a reorder latency, some cancelled right away, each followed by the punctuation it allows.
+    """Items within a reorder latency, some cancelled right away (in the item's batch), mostly followed by the
+    punctuation they allow; an item may join the batch before it if no punctuation came between.
 
     Returns the steps and the items that survive them.
     """
@@ -70,13 +74,17 @@ def keyed_steps(draw):
     steps, survivors, newest, issued = [], [], -math.inf, -math.inf
     for position, (ts, value) in enumerate(draw(disordered(events, latency))):
         added = item(ts, value, tiebreak=position)
-        steps.append(added)
+        batch = [added]
         if draw(st.booleans()) and draw(st.booleans()):
-            steps.append(tombstone_of(added))
+            batch.append(tombstone_of(added))
         else:
             survivors.append(added)
+        if steps and isinstance(steps[-1], list) and draw(st.booleans()):
+            steps[-1] += batch  # no punctuation passed since the batch before: one batch
+        else:
+            steps.append(batch)
         newest = max(newest, ts)
-        if newest - latency - 1 > issued:
+        if newest - latency - 1 > issued and draw(st.integers(0, 3)):
             issued = newest - latency - 1
             steps.append(issued)
     return steps + [math.inf], survivors
@@ -251,9 +259,9 @@ def drive(barrier, steps) -> list:
             continue
         sink, ts, payload, tombstone = step
         if ts > barrier.horizon:
-            barrier.push(sink, item(ts, payload))
+            barrier.push(sink, Batch.of_items([item(ts, payload)]))
             if tombstone:
-                barrier.push(sink, item(ts, payload, tombstone=True))
+                barrier.push(sink, Batch.of_items([item(ts, payload, tombstone=True)]))
     return out
 
 

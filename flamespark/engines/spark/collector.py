@@ -14,11 +14,11 @@ from flamespark.core.items import Item, Meta
 from flamespark.engines.spark.batch_corrections import BatchCorrections, records_and_summary, stored
 from flamespark.engines.spark.batch_time import batch_time
 from flamespark.engines.spark.processors.blob import HANDLER
-from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_tuples, unpack_cause
+from flamespark.engines.spark.rows import CHANGE, COLUMNS, LATE, METRIC, OUT, bundle_records
 from flamespark.io.atomic import write_atomic
 from flamespark.io.sinks import write_sink, write_values
 from flamespark.result import Result
-from flamespark.runtime.changes import Change, Changelog, records
+from flamespark.runtime.changes import Cause, Change, Changelog, records
 from flamespark.runtime.metrics import percentiles, run_metrics
 
 
@@ -61,9 +61,8 @@ class BatchCollector:
         released_at = time.time()
         outputs = _records(rows, OUT)
         outputs.sort(key=itemgetter(1, 2))  # meta, then data
-        # A batch is one step of the changelog: its additions, then its retractions, each in meta order.
         changes = _records(rows, CHANGE)
-        changes.sort(key=itemgetter(3, 1, 2))
+        changes.sort(key=_change_order)
         metrics = [[r.target, r.shard, r.payload] for r in rows if r.kind == METRIC]
         levelled = None
         if self.corrections is not None:
@@ -74,7 +73,7 @@ class BatchCollector:
             "batch": batch_id,
             "released_at": released_at,
             "outputs": [[sink, data, arrival] for sink, _, data, _, arrival, _ in outputs],
-            "changes": changes,  # records as bundled: [sink, meta, data, tombstone, arrival, cause]
+            "changes": changes,  # records as bundled: [sink, meta, data, weight, arrival, cause]
             "late": [r.payload for r in rows if r.kind == LATE],
             "metrics": metrics,
         }
@@ -327,15 +326,20 @@ def release_delays(parts, progress, paced: bool) -> list:
 def batch_changes(part) -> list:
     """The changes of one batch file, in their order."""
     changes = []
-    for sink, meta, data, tombstone, arrival, cause in part["changes"]:
-        item = Item(Meta.load(meta), None, data, tombstone, arrival)
-        changes.append(Change(sink, item, unpack_cause(cause) if cause else None))
+    for sink, meta, data, weight, arrival, cause in part["changes"]:
+        item = Item(Meta.load(meta), None, data, weight < 0, arrival)
+        changes.append(Change(sink, item, Cause(*cause) if cause else None))
     return changes
 
 
 def _records(rows, kind: str) -> list:
-    """The records of the batch's bundle rows of `kind`, as tuples (see rows.bundle_tuples)."""
-    return [record for row in rows if row.kind == kind for record in bundle_tuples(row.payload)]
+    """The records of the batch's bundle rows of `kind` (see rows.bundle_records)."""
+    return [record for row in rows if row.kind == kind for record in bundle_records(row.payload)]
+
+
+def _change_order(record) -> tuple:
+    """A batch is one step of the changelog: its additions, then its retractions, each in meta order."""
+    return record[3] < 0, record[1], record[2]
 
 
 _Row = namedtuple("_Row", COLUMNS)

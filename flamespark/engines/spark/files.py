@@ -66,11 +66,14 @@ def _parquet_schema(source, directory) -> T.StructType:
     return from_arrow_schema(schema)
 
 
-def _event_row(source, key, ts, payload, path: str, seq, now) -> tuple:
-    return (EVENT, source, key, ts, path.encode(), encode_event(source, ts, payload), False, now, seq, None)
+def event_row(source, key, ts, payload, meta: bytes, seq, now) -> tuple:
+    """The raw event row of an event of `source` for ingest group `key`; `meta` and `seq` place it in its
+    arrival order (see IngestProcessor)."""
+    return (EVENT, source, key, ts, meta, encode_event(source, ts, payload), False, now, seq, None)
 
 
-def _record_batch(rows: list) -> pa.RecordBatch:
+def event_batch(rows: list) -> pa.RecordBatch:
+    """Event rows as an Arrow batch of ROW_SCHEMA, as `mapInArrow` yields them."""
     columns = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
     return pa.RecordBatch.from_arrays(
         [pa.array(column, type=field.type) for column, field in zip(columns, _ARROW_SCHEMA)], schema=_ARROW_SCHEMA
@@ -88,8 +91,8 @@ def _jsonl_events(source, key):
             rows = []
             for content, path in zip(batch.column("content").to_pylist(), batch.column("file").to_pylist()):
                 for number, ts, payload in jsonl_events(io.BytesIO(content), _local(path)):
-                    rows.append(_event_row(source, key, ts, payload, path, number, now))
-            yield _record_batch(rows)
+                    rows.append(event_row(source, key, ts, payload, path.encode(), number, now))
+            yield event_batch(rows)
 
     return convert
 
@@ -102,7 +105,7 @@ def _parquet_events(source, key):
             for event, path, row in zip(batch.column("event").to_pylist(), batch.column("file").to_pylist(),
                                         batch.column("row").to_pylist()):
                 ts, payload = check_record(event, f"{_local(path)}, row {row}")
-                rows.append(_event_row(source, key, ts, payload, path, row, now))
-            yield _record_batch(rows)
+                rows.append(event_row(source, key, ts, payload, path.encode(), row, now))
+            yield event_batch(rows)
 
     return convert

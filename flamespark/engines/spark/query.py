@@ -230,10 +230,19 @@ def build_query(streams: dict, raw: list, topology, reorder_latency, late, expec
     With `changes`, the stages holding the barrier also emit each batch's changelog rows. Ingest takes the
     Kafka partitions of the topics of `lanes` as lanes (see IngestProcessor).
     """
+    def ingest_processor(sources):
+        return IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes, lanes)
+
+    return build_stages(streams, raw, topology, ingest_processor, changes)
+
+
+def build_stages(streams: dict, raw: list, topology, ingest_processor, changes=False):
+    """`build_query` with the ingest operator of the sources in `raw` made by `ingest_processor(sources)`, a
+    keyed processor of their raw rows grouped by their `shard` column (both modes call it, the buffered one
+    once per source)."""
     def ingest(stream, sources):
-        # Raw rows carry their ingest partition's key (topology.ingest_keys) in `shard`: one group per partition.
-        processor = IngestProcessor(topology, sources, reorder_latency, late, expected, idle_timeout, changes, lanes)
-        return _process(stream, processor, "shard")
+        # Raw rows carry their ingest group's key (by default topology.ingest_keys) in `shard`.
+        return _process(stream, ingest_processor(sources), "shard")
 
     last = topology.barrier_stage
     if topology.mode == "buffered":
@@ -333,7 +342,8 @@ def run_spark(graph, inputs, options: RunOptions, sink_topics=None, master=None,
         register_noted()
         laned = _laned_topics(prepared, idle_timeout)
         levels = Levels(options.latencies, graph.sinks)
-        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode, laned), levels)
+        topology = Topology(graph, mode, shards, _ingest_partitions(prepared, partitions, mode, laned), levels,
+                            early=options.changes)
         levelled = levels if levels.count > 1 else None
         # An idle timeout judges by the batches' clock, across the sources: then all go through IngestProcessor.
         replay_ingest = None if idle_timeout is not None else (

@@ -204,9 +204,8 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.ingest is None:
             yield from self._rows(partition)
             return
-        events = ((kind, source, ts, data, arrival, seq)
-                  for kind, source, _, ts, _, data, _, arrival, seq, _ in self._rows(partition))
-        yield from self.ingest(partition.only, partition.received, partition.latest, events, partition.behind)
+        yield from self.ingest(partition.only, partition.received, partition.latest, *self._columns(partition),
+                               partition.behind)
 
     def _rows(self, partition):
         """The partition's event rows, then end-of-input rows if it holds the end."""
@@ -227,6 +226,26 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for spread, key in enumerate(keys):
                 if only is None or spread == only:
                     yield (END, source, key, INFINITY, b"", b"", False, now, self.events, None)
+
+    def _columns(self, partition) -> tuple:
+        """The events of the partition's one ingest partition (`partition.only`) as columns, `(times, encoded
+        payloads, arrivals, positions)`, and whether it holds the end."""
+        now = time.time()
+        spread, only = len(partition.keys), partition.only
+        times, datas, arrivals, positions = [], [], [], []
+        index = partition.start
+        with open(self.path, "rb") as handle:
+            handle.seek(partition.byte_start)
+            unpacker = msgpack.Unpacker(handle)
+            while index < min(partition.end, self.events):
+                ts, data = unpacker.unpack()
+                if index % spread == only:
+                    times.append(ts)
+                    datas.append(data)
+                    arrivals.append(self._arrival(partition.clock, index, now))
+                    positions.append(index)
+                index += 1
+        return (times, datas, arrivals, positions), partition.start <= self.events < partition.end
 
     @staticmethod
     def _arrival(clock, index, now):

@@ -1,13 +1,13 @@
 """Items as rows of one fixed schema, the form in which they travel between Spark operators."""
 import math
-import zlib
 
 import msgpack
 import numpy as np
 import pandas as pd
 
+from flamespark.core.batch import Batch
 from flamespark.core.codec import unpack
-from flamespark.core.items import Item, Meta, new_meta
+from flamespark.core.items import Meta, new_meta
 from flamespark.runtime.changes import Cause
 
 ROW_SCHEMA = (
@@ -61,74 +61,83 @@ def decode_time(value: int):
     return value
 
 
-def shard_of(data: bytes, shards: int) -> int:
-    return zlib.crc32(data) % shards
-
-
-def pack_meta(meta: Meta) -> bytes:
-    return msgpack.packb(meta.dump())
-
-
 class Outbox:
-    """Items bound for shards, as bundle rows: one row per kind, stage and shard, whatever their number.
+    """Batches bound for shards, as bundle rows: one row per kind, stage and shard, whatever their number.
 
     A row per item would cost Arrow, pandas and Spark's shuffle a row each;
-    a bundle's records are packed and read by msgpack in C, and a stage
+    a bundle's columns are packed and read by msgpack in C, and a stage
     passes on the bundles bound for later stages without reading them.
-    A record is `[target, meta, data, tombstone, arrival, cause]`, where
-    `cause` is the packed changelog Cause of the event being delivered, if
-    one is kept. A bundle's `ts` is its latest record's event time, which
-    is what Spark's watermark needs from it.
+    A bundle holds, per target, the columns of its batch: metas, encoded
+    payloads, weights, arrivals, causes (the changelog's causes, where one
+    is kept, else None) and keys (the encoding of each row's key for its
+    target's keyed operator, made once by the stage that sends it, else
+    None). A bundle's `ts` is its latest row's event time, which is what
+    Spark's watermark needs from it.
     """
 
     def __init__(self):
         self._bundles = {}
 
-    def add(self, kind: str, stage: int, shard: int, target: str, item: Item, cause: bytes | None = None):
-        records = self._bundles.get((kind, stage, shard))
-        if records is None:
-            records = self._bundles[(kind, stage, shard)] = []
-        records.append((target, item.meta, item.data, item.tombstone, item.arrival, cause))
+    def add(self, kind: str, stage: int, shard: int, target: str, batch: Batch, keys: list | None = None):
+        """Add `batch`'s rows for `target` (with their key encodings, if given) to the bundle of `kind`, `stage`
+        and `shard`."""
+        targets = self._bundles.get((kind, stage, shard))
+        if targets is None:
+            targets = self._bundles[(kind, stage, shard)] = {}
+        columns = targets.get(target)
+        if columns is None:
+            targets[target] = columns = [[], [], [], [], [], [], []]
+        columns[0] += batch.metas
+        columns[1] += batch.datas
+        columns[2] += batch.weights
+        columns[3] += batch.arrivals
+        columns[4] += batch.row_causes()
+        columns[5] += keys if keys is not None else [None] * len(batch)
 
     def rows(self) -> list:
         """The bundle rows of what was added, which leaves the outbox empty."""
         rows = [
-            (kind, "", shard, max(record[1][0] for record in records), b"", msgpack.packb(records), False, 0.0,
-             stage, None)
-            for (kind, stage, shard), records in self._bundles.items()
+            (kind, "", shard, max(meta[0] for columns in targets.values() for meta in columns[0]), b"",
+             msgpack.packb([[target, *columns[:6]] for target, columns in targets.items()]), False, 0.0, stage, None)
+            for (kind, stage, shard), targets in self._bundles.items()
         ]
         self._bundles.clear()
         return rows
 
 
-def bundle_tuples(data: bytes) -> tuple:
-    """The records of a bundle row's payload as tuples (see Outbox), each meta a plain tuple, which orders as
-    its `Meta` would: enough for what only sorts and stores records."""
+def bundle_columns(data: bytes) -> list:
+    """A bundle row's payload: per target, `(target, metas, datas, weights, arrivals, causes, keys)`, each meta a
+    plain tuple (which orders as its `Meta` would: enough for what only sorts and stores rows)."""
     return msgpack.unpackb(data, use_list=False)
 
 
-def bundle_records(data: bytes) -> list:
-    """The records of a bundle row's payload, with their meta as a `Meta` (see Outbox)."""
-    return [(target, new_meta(Meta, meta), *rest) for target, meta, *rest in bundle_tuples(data)]
-
-
-def bundle_items(rows, decode=lambda target: True) -> list:
-    """`(target, item, cause)` of every record in the bundle `rows`; an item's payload is decoded if
+def bundle_batches(rows, decode=lambda target: True) -> dict:
+    """`{target: (batch, keys)}` of the bundle `rows`: each target's rows as one batch (with their causes, if the
+    bundles carry them) and their key encodings (None where the sender gave none). A row's payload is decoded if
     `decode(target)`, else left None (what only passes to the barrier needs just its bytes)."""
-    items = []
+    parts = {}
     for row in rows:
-        for target, meta, data, tombstone, arrival, cause in bundle_records(row.payload):
-            payload = unpack(data) if decode(target) else None
-            items.append((target, Item(meta, payload, data, tombstone, arrival), cause))
-    return items
+        for target, metas, datas, weights, arrivals, causes, keys in bundle_columns(row.payload):
+            parts.setdefault(target, []).append((metas, datas, weights, arrivals, causes, keys))
+    batches = {}
+    for target, columns in parts.items():
+        metas, datas, weights, arrivals, causes, keys = (
+            list(column[0]) if len(column) == 1 else [value for part in column for value in part]
+            for column in zip(*columns))
+        payloads = list(map(unpack, datas)) if decode(target) else [None] * len(datas)
+        carried = None
+        if any(cause is not None for cause in causes):
+            carried = [None if cause is None else Cause(*cause) for cause in causes]
+        batch = Batch(list(map(new_meta, [Meta] * len(metas), metas)), payloads, datas, weights, arrivals, carried)
+        batches[target] = (batch, None if None in keys else keys)
+    return batches
 
 
-def pack_cause(cause: Cause) -> bytes:
-    return msgpack.packb(list(cause))
-
-
-def unpack_cause(data: bytes) -> Cause:
-    return Cause(*msgpack.unpackb(data))
+def bundle_records(data: bytes):
+    """The rows of a bundle row's payload as records `(target, meta, data, weight, arrival, cause)`, each meta a
+    plain tuple and each cause a list or None."""
+    for target, metas, datas, weights, arrivals, causes, _ in bundle_columns(data):
+        yield from zip([target] * len(metas), metas, datas, weights, arrivals, causes)
 
 
 def control_row(kind: str, target: str, shard: int = 0, ts: int = 0, payload: bytes = b"", seq: int = 0) -> tuple:

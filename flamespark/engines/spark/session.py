@@ -13,6 +13,8 @@ from flamespark.engines.spark.spark_home import spark_home_for
 LOG_DIR = Path(tempfile.gettempdir()) / "flamespark-logs"
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 LOG_FILE = LOG_DIR / "spark.log"
+# The state store that `transformWithStateInPandas`, and so every FlameSpark query, needs.
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 _LOG4J = """\
 rootLogger.level = error
@@ -66,10 +68,7 @@ def spark_session(master: str | None = None, shards: int | None = None):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         .config("spark.sql.shuffle.partitions", str(shards or os.cpu_count() or 2))
-        .config(
-            "spark.sql.streaming.stateStore.providerClass",
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        )
+        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         # A commit writes the batch's changes, not a snapshot of the store: every stage commits every batch.
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         # FlameSpark's checkpoints are local directories, where FileSystem's rename is atomic, as a checkpoint

@@ -1,8 +1,12 @@
 """How a physical plan splits into Spark stages, and which stage and shard each item goes to next."""
+from zlib import crc32
+
+import numpy as np
+
 from flamespark.core.errors import UserFunctionError
 from flamespark.engines.spark.levels import Levels
 from flamespark.engines.spark.partitioning import spread_keys
-from flamespark.engines.spark.rows import ITEMS, pack_meta, shard_of
+from flamespark.engines.spark.rows import ITEMS
 from flamespark.runtime.plan import build_plan
 from operators import BufferSort
 
@@ -24,23 +28,24 @@ class Topology:
     keyed operators make sink items holds their part of it
     (`barrier_stages`), and the last stage, `barrier_stage` (stage 1 if
     there are no keyed operators), also the part for items that come from
-    the sources through stateless operators only. Items travel
-    in bundles (rows.Outbox) to a stage and a shard: the hash of `shard_of`
-    for an operator, of the meta for the barrier, as one of `shard_keys`,
-    which Spark's shuffle sends to distinct tasks.
+    the sources through stateless operators only. Batches travel
+    in bundles (rows.Outbox) to a stage and a shard: the hash of an
+    operator's shard value, or of a sink item's encoded payload, as one of
+    `shard_keys`, which Spark's shuffle sends to distinct tasks.
     Stage 0 runs one group per ingest partition, keyed by `ingest_keys`:
     `partitions[source]` (1 if not given) of them take a source's events,
     spread by position.
     With several reorder latencies (`levels`), the plan is that of
     `levels.copied(graph)`: a copy of the graph per level, side by side in
     the same stages (see spark.levels); `origins[source]` names a source's
-    copy per level.
+    copy per level. With `early` (a run that keeps a changelog), windows send
+    their values so far.
     """
 
-    def __init__(self, graph, mode: str, shards: int, partitions: dict | None = None, levels: Levels | None = None):
+    def __init__(self, graph, mode: str, shards: int, partitions: dict | None = None, levels: Levels | None = None,
+                 early: bool = False):
         self.levels = levels or Levels((0,), graph.sinks)
-        self.plan = build_plan(self.levels.copied(graph), mode)
-        self.route = self.plan.router()
+        self.plan = build_plan(self.levels.copied(graph), mode, early)
         self.mode = mode
         self.sources = graph.sources
         self.origins = {source: [self.levels.copy(source, level) for level in self.levels.levels]
@@ -67,17 +72,6 @@ class Topology:
             if operator.boundary and self._reaches_a_sink(name)
         }
         self.stage_of.update((sink, self.barrier_stage) for sink in self.plan.sinks)
-
-    def __getstate__(self):
-        # `route` is a closure over the whole wiring of the plan's operators, which pickling would copy by value
-        # into every task: the topology travels as its plan, and every process that unpickles it wires its own.
-        state = self.__dict__.copy()
-        del state["route"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.route = self.plan.router()
 
     def _behind_buffer(self, parents) -> bool:
         return len(parents) == 1 and isinstance(self.plan.operators.get(parents[0]), BufferSort)
@@ -123,44 +117,67 @@ class Topology:
             return self.plan.operators[self.plan.downstream[name][0]]
         return operator
 
-    def send_event(self, outbox, source: str, level: int, item, cause: bytes | None = None):
-        """Put into `outbox` everything the event `item` of `source` reaches, in the copies of the levels from
-        its first on-time `level` on (one copy, the graph itself, with one level)."""
+    def send_event(self, outbox, source: str, level: int, batch):
+        """Put into `outbox` everything the events of `batch`, of `source`, reach, in the copies of the levels
+        from their first on-time `level` on (one copy, the graph itself, with one level)."""
         for origin in self.origins[source][level - 1:]:
-            self.send(outbox, origin, item, cause)
+            self.send(outbox, origin, batch)
 
-    def send(self, outbox, origin: str, item, cause: bytes | None = None):
-        """Put into `outbox` everything `item` reaches from `origin` through stateless operators, with `cause`."""
-        for target, reached in self.route(origin, item):
-            self.put(outbox, target, reached, cause)
+    def send(self, outbox, origin: str, batch):
+        """Put into `outbox` everything `batch` reaches from `origin` through stateless operators."""
+        for target, reached in self.plan.routed(origin, batch):
+            self.put(outbox, target, reached)
 
-    def put(self, outbox, target: str, item, cause: bytes | None = None):
-        """Put `item`, bound for `target`, into `outbox` for the stage and shard that take it, with `cause`."""
+    def put(self, outbox, target: str, batch):
+        """Put the rows of `batch`, bound for `target`, into `outbox`, each for the stage and shard that take it:
+        a sink's by its encoded payload (an item and its tombstones meet), a keyed operator's by its shard
+        value (the CRC-32 of its encoding, modulo the shards), with its key's encoding, which the stage that
+        takes it then reads its state by."""
+        stage = self.stage_of[target]
         if target in self.plan.sinks:
-            shard = self.shard_keys[shard_of(pack_meta(item.meta), self.shards)]
-        else:
-            shard = self.shard_keys[shard_of(self.keyed_behind(target).shard_of(item), self.shards)]
-        outbox.add(ITEMS, self.stage_of[target], shard, target, item, cause)
+            self._spread(outbox, stage, target, batch, batch.datas)
+            return
+        keyed = self.keyed_behind(target)
+        keys = keyed.keys_of(batch)
+        placed = keys if keyed.shard is None else keyed.shard_values(batch)
+        self._spread(outbox, stage, target, batch, placed, None if keyed is not self.plan.operators[target] else keys)
+
+    def _spread(self, outbox, stage: int, target: str, batch, placed: list, keys: list | None = None):
+        """Add each row of `batch` to the bundle of the shard its value of `placed` hashes to (with its key's
+        encoding, if given), grouped by shard in numpy."""
+        shards = np.fromiter(map(crc32, placed), dtype=np.int64, count=len(placed)) % self.shards
+        first = shards[0]
+        if (shards == first).all():
+            outbox.add(ITEMS, stage, self.shard_keys[first], target, batch, keys)
+            return
+        order = np.argsort(shards, kind="stable")
+        for rows in np.split(order, np.flatnonzero(np.diff(shards[order])) + 1):
+            shard = shards[rows[0]]
+            rows = rows.tolist()
+            outbox.add(ITEMS, stage, self.shard_keys[shard], target, batch.selected(rows),
+                       None if keys is None else [keys[row] for row in rows])
 
     def stays(self, stage: int, target: str):
-        """The keyed operator that takes, in `stage` itself, items that `stage` makes for `target`; None if they
+        """The keyed operator that takes, in `stage` itself, rows that `stage` makes for `target`; None if they
         go on to another stage or to a sink."""
         if target in self.plan.sinks or self.stage_of[target] != stage:
             return None
         return self.keyed_behind(target)
 
     @staticmethod
-    def check_shard(maker, made_from, shard: bytes, taker, item):
-        """Raise a UserFunctionError unless `item`, which keyed operator `maker` made from `made_from` (whose
-        shard value is `shard`) for keyed operator `taker` of the same stage, has that shard value: it stays in
-        that shard."""
-        if taker.shard_of(item) != shard:
-            raise UserFunctionError(
-                f"stateful operator {taker.name!r} is sharded like {maker.name!r}, which feeds it, and so runs in "
-                f"its stage on Spark, but the shard value of an output of {maker.name!r} (from "
-                f"{made_from.meta.describe()}) differs from its input's: give them shard functions that agree, "
-                f"or drop the shard function of {taker.name!r}"
-            )
+    def check_shard(maker, made_from, taker, batch):
+        """Raise a UserFunctionError unless every row of `batch`, which keyed operator `maker` made from
+        `made_from` for keyed operator `taker` of the same stage, has the shard value of a row it was made from:
+        only then does it stay in its shard."""
+        values = set(maker.shard_values(made_from)) if made_from is not None else set()
+        for row, value in enumerate(taker.shard_values(batch)):
+            if value not in values:
+                raise UserFunctionError(
+                    f"stateful operator {taker.name!r} is sharded like {maker.name!r}, which feeds it, and so runs "
+                    f"in its stage on Spark, but the shard value of an output of {maker.name!r} (of "
+                    f"{batch.metas[row].describe()}) differs from its input's: give them shard functions that "
+                    f"agree, or drop the shard function of {taker.name!r}"
+                )
 
     def stage_name(self, stage: int) -> str:
         """What stateful operators stage `stage` (1 on) runs, as reports name it, and whether it holds a part of

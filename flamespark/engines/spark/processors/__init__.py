@@ -15,8 +15,9 @@ releases them in the same micro-batch.
 Modules: `blob` (the map state, the small value and control rows), `buckets` (keyed
 operators' state), `pipelined` (a map state's reads and writes of many keys
 in few round trips), `held` (barrier and buffers' held items), `ingest`
-(both ways), `keyed` (operators and barrier on a batch, and what both modes'
-stages share), `stage` (optimistic), `buffered` (the baseline).
+(both ways), `stage_run` (a stage's operators and barrier on a shard's
+batches, and what both modes' stages share), `stage` (optimistic),
+`buffered` (the baseline).
 """
 from flamespark.engines.spark.processors.buckets import LAYOUT as BUCKET_LAYOUT
 from flamespark.engines.spark.processors.buffered import LAYOUT as BUFFER_LAYOUT
@@ -25,7 +26,8 @@ from flamespark.engines.spark.processors.ingest import IngestProcessor, ReplayIn
 from flamespark.engines.spark.processors.stage import StageProcessor
 
 # The layout a checkpoint's claim records, so that a checkpoint written with another one is refused.
-STATE_LAYOUT = (f"one map state per group, its value under key v; buckets: {BUCKET_LAYOUT}; held and buffered "
+STATE_LAYOUT = (f"tie-breaks CRC-32 then Adler-32; one map state per group, its value under key v (the operators' "
+                f"index under states); buckets: {BUCKET_LAYOUT}; held and buffered "
                 f"chunks under prefixes h and u, held back under w; buffers: {BUFFER_LAYOUT}; ingest: positions, "
                 f"counts per batch; the barrier in every stage that makes sink items, a part per reorder latency "
                 f"(held under h, h2, ...)")

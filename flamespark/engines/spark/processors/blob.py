@@ -34,6 +34,7 @@ VALUE_SCHEMA = state_schema(value=BinaryType())
 # A group's map state: its own value under the key b"v", and each kind of entry under a prefix of its own.
 _GROUP_VALUE = (b"v",)
 BUCKETS_PREFIX, HELD_PREFIX, BUFFERED_PREFIX, HELD_BACK_PREFIX = b"b", b"h", b"u", b"w"
+WINDOWS_PREFIX, DUE_PREFIX = b"e", b"d"
 # The `target` of the metric rows in which `handler` reports a handler's time.
 HANDLER = "handler"
 

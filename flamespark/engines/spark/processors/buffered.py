@@ -1,26 +1,27 @@
 """The buffered baseline's stages, driven by Spark's watermark through event-time timers, each holding its part of
 the barrier."""
 from flamespark.core.codec import unpack
-from flamespark.core.items import Item, Meta
+from flamespark.core.items import Meta
 from flamespark.engines.spark.processors.blob import BUFFERED_PREFIX, HELD_PREFIX, handler
-from flamespark.engines.spark.processors.buckets import StageState, bucket_map
+from flamespark.engines.spark.processors.buckets import StageState
 from flamespark.engines.spark.processors.held import StoredBarriers, TimedRecords, earliest_due, level_chunks
-from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
+from flamespark.engines.spark.processors.stage_run import KeyedStage, StageRun, add_changes, push, split_rows
 from flamespark.engines.spark.rows import (
     COLUMNS,
     PUNCT,
     Outbox,
-    bundle_records,
+    bundle_batches,
     concat,
     control_row,
     event_time_shift,
     frame,
     with_event_time,
 )
+from operators.buffer_sort import rows_batch
 from flamespark.runtime.changes import BatchChanges
 from operators import BufferSort
 
-LAYOUT = "entries [target, ts, meta as an array, data, arrival, tombstone]"
+LAYOUT = "entries [target, ts, meta as an array, data, arrival, weight]"
 
 
 def keep_one_timer(handle, state: dict, earliest, shift: int):
@@ -42,8 +43,8 @@ class BufferedStageProcessor(KeyedStage):
     Items wait in the state until Spark's watermark (the previous batch's
     maximum event time minus the delay) reaches them; a timer at the earliest
     buffered time fires then, and the released items go to the keyed operator
-    in meta order. Buffered entries `[target, ts, meta, data, arrival, tombstone]` wait
-    in chunks (`held.TimedRecords`), buckets in map states (`buckets`).
+    in meta order. Buffered entries `[target, ts, meta, data, arrival, weight]` wait
+    in chunks (`held.TimedRecords`), the operators' state in map states (`buckets`).
 
     A stage whose operators make sink items holds their part of the barrier
     (`Topology.barrier_stages`), and the last also the sink items that come
@@ -68,7 +69,6 @@ class BufferedStageProcessor(KeyedStage):
             if isinstance(op, BufferSort)
         }
         self.keyed = {op.name: op for op in self.buffers.values()}
-        self.buckets = bucket_map(self.store)
         self.levels = self.topology.levels
         self.shift = event_time_shift(self.levels.latencies)
         self.chunks = [level_chunks(self.store, BUFFERED_PREFIX, level) for level in self.levels.levels]
@@ -92,14 +92,14 @@ class BufferedStageProcessor(KeyedStage):
             yield self._timed(passing)
         changes = self._changes()
         entries = [[] for _ in self.levels.levels]
-        for row in mine.itertuples(index=False):
-            for target, meta, data, tombstone, arrival, _ in bundle_records(row.payload):
-                if target in self.buffers:
-                    # A window's running value, which its next event retracts, reaches a buffer in this mode too.
-                    entries[self.levels.level_of(target) - 1].append([target, meta.ts, meta, data, arrival, tombstone])
-                else:
-                    item = Item(meta, None, data, tombstone, arrival)
-                    push(stored.pusher, changes, self.topology.plan.sinks[target], item, None)
+        for target, (part, _) in bundle_batches(mine.itertuples(index=False), decode=_never).items():
+            if target not in self.buffers:
+                push(stored.pusher, changes, self.topology.plan.sinks[target], part)
+                continue
+            # A window's values so far, with a changelog, reach a buffer in this mode too.
+            entries[self.levels.level_of(target) - 1] += [
+                [target, meta[0], list(meta), data, arrival, weight]
+                for meta, data, arrival, weight in zip(part.metas, part.datas, part.arrivals, part.weights)]
         for level_buffer, level_entries in zip(buffered, entries):
             level_buffer.add(level_entries)
         self._save(state, buffered, stored)
@@ -124,16 +124,19 @@ class BufferedStageProcessor(KeyedStage):
             taken = level_buffer.take(final)
             ready += [entry for entry in taken if entry[1] <= final]
             level_buffer.add([entry for entry in taken if entry[1] > final])
-        stage = StageState(self.keyed, self.buckets)
-        items = [(self.buffers[target], Item(Meta.load(meta), unpack(data), data, tombstone, arrival), None)
-                 for target, _, meta, data, arrival, tombstone in ready]
         outbox = Outbox()
         changes = self._changes()
         barrier = stored.pusher if self.holds_barrier else None
-        apply_in_meta_order(self.topology, self.stage, items, stage, outbox, barrier, changes)
-        add_changes(outbox, key[0], changes)
+        stage = StageRun(self.topology, self.stage, self.topology.shard_keys.index(key[0]),
+                         StageState(self.keyed, self.store, state["states"]), outbox, barrier, changes)
+        for target in dict.fromkeys(entry[0] for entry in ready):
+            rows = [(Meta.load(meta), unpack(data), data, weight, arrival, None)
+                    for name, _, meta, data, arrival, weight in ready if name == target]
+            stage.take(self.buffers[target].name, rows_batch(rows))
+        stage.run()
         stage.punctuate(lambda name: times[self.levels.level_of(name) - 1])
-        stage.save()
+        add_changes(outbox, key[0], changes)
+        state["states"] = stage.states.save()
         out = outbox.rows()
         if self.holds_barrier:
             out += stored.release(self.stage, key[0], times)
@@ -147,17 +150,20 @@ class BufferedStageProcessor(KeyedStage):
     def _load(self):
         """The shard's value, its buffered entries per level, and its part of the barrier (if the stage holds
         one)."""
-        state = self.load({"buffered": [None] * self.levels.count, "timer": None, "barrier": None})
+        state = self.load({"buffered": [None] * self.levels.count, "timer": None, "barrier": None, "states": None})
         stored = StoredBarriers(self.held, state["barrier"], self.levels) if self.holds_barrier else None
         buffered = [TimedRecords(chunks, index, _entry_time) for chunks, index in zip(self.chunks, state["buffered"])]
         return state, buffered, stored
 
     def _save(self, state, buffered, stored):
         """Keep one timer, at the earliest watermark at which a level has something buffered or held to
-        release, and save."""
+        release, or a window to close, and save."""
         due = [earliest_due(self.levels, [level_buffer.earliest() for level_buffer in buffered])]
         if stored is not None:
             due.append(stored.due())
+        for name, ends in (state["states"] or {}).items():  # the ends (or due times) of a window's state
+            if ends:
+                due.append(self.levels.released_at(min(ends) - 1, self.levels.level_of(name)))
         keep_one_timer(self.handle, state, min((time for time in due if time is not None), default=None), self.shift)
         state["buffered"] = [level_buffer.index for level_buffer in buffered]
         if stored is not None:
@@ -167,3 +173,7 @@ class BufferedStageProcessor(KeyedStage):
 
 def _entry_time(entry) -> int:
     return entry[1]
+
+
+def _never(target) -> bool:
+    return False

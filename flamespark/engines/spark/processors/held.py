@@ -11,7 +11,7 @@ import msgpack
 
 from barrier.barrier import Barrier, BarrierState
 from flamespark.engines.spark.processors.pipelined import PipelinedMap
-from flamespark.engines.spark.processors.keyed import release
+from flamespark.engines.spark.processors.stage_run import release
 
 CHUNK = 512
 
@@ -72,7 +72,7 @@ class TimedRecords:
 
 
 def _entry_time(entry) -> int:
-    """The event time of an entry of `BarrierState.dump()`'s held list: its meta's first field."""
+    """The event time of a row of `BarrierState.dump_rows()`: its meta's first field."""
     return entry[1][0]
 
 
@@ -103,10 +103,8 @@ class StoredBarrier:
 
     def save(self) -> list:
         state = self.barrier.state
-        horizon, arrived, tombstones, released, held = state.dump()
-        self.held.add(held)
-        state.held.clear()
-        return [[horizon, arrived, tombstones, released], self.held.index]
+        self.held.add(state.unload())
+        return [[state.horizon, state.arrived, state.tombstones, state.released], self.held.index]
 
 
 class StoredBarriers:
@@ -148,10 +146,10 @@ def earliest_due(levels, earliest: list):
 
 
 class _ByLevel:
-    """Hands each sink's items to the barrier of its level."""
+    """Hands each sink's batches to the barrier of its level."""
 
     def __init__(self, barriers: dict):
         self._barriers = barriers
 
-    def push(self, sink: str, item):
-        self._barriers[sink].push(sink, item)
+    def push(self, sink: str, batch):
+        self._barriers[sink].push(sink, batch)

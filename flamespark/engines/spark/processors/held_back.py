@@ -24,11 +24,12 @@ engine applies it in its time to spare.
 """
 import math
 from bisect import bisect_right
-from operator import itemgetter
 
+from flamespark.core.batch import Batch
 from flamespark.core.codec import unpack
-from flamespark.core.items import Item, Meta, new_meta
+from flamespark.core.items import Meta, new_meta
 from flamespark.engines.spark.processors.held import TimedRecords
+from flamespark.runtime.changes import Cause
 
 
 def _record_time(record) -> int:
@@ -37,36 +38,39 @@ def _record_time(record) -> int:
 
 
 class HeldBack:
-    """One shard's held-back items of a stage, as records `[target, meta, data, tombstone, arrival, cause]` (the
-    bundles' records) in chunks of a map state (`held.chunk_map`); `index` is the chunks' index, which the caller
-    keeps in the shard's value (None for none yet).
+    """One shard's held-back rows of a stage, as records `[target, meta, data, weight, arrival, cause, key]` in
+    chunks of a map state (`held.chunk_map`); `index` is the chunks' index, which the caller keeps in the shard's
+    value (None for none yet).
 
-    >>> from flamespark.engines.spark.processors.held import CHUNK
+    >>> from flamespark.core.codec import pack
     >>> class Chunks(dict):  # what a map state offers TimedRecords
     ...     def getValue(self, key): return self[key]
     ...     def updateValue(self, key, value): self[key] = value
     ...     def removeKey(self, key): del self[key]
     >>> held = HeldBack(Chunks(), None)
-    >>> from flamespark.core.codec import pack
-    >>> def items(*times): return [("count", Item(Meta(ts, "docs", 0, (ts,)), None, pack(ts)), None) for ts in times]
-    >>> [item.payload for _, item, _ in held.sort_out(items(9, 3, 5, 8, 7, 6), behind=True, time=5)]
+    >>> def rows(*times):
+    ...     metas = [Meta(ts, "docs", 0, (ts,)) for ts in times]
+    ...     return {"count": (Batch(metas, [None] * len(times), [pack(ts) for ts in times], [1] * len(times),
+    ...                             [0.0] * len(times)), None)}
+    >>> def payloads(ready): return sorted(payload for batch, _ in ready.values() for payload in batch.payloads)
+    >>> payloads(held.sort_out(rows(9, 3, 5, 8, 7, 6), behind=True, time=5))
     [3, 5]
     >>> held.held_back, len(held)
     (4, 4)
 
-    Not behind, a batch of one item applies two items, the earliest held
-    back, and then one of two items applies four:
+    Not behind, a batch of one row applies two, the earliest held back, and
+    then one of two rows applies four:
 
-    >>> sorted(item.payload for _, item, _ in held.sort_out(items(10), behind=False, time=5)), held.resumed
+    >>> payloads(held.sort_out(rows(10), behind=False, time=5)), held.resumed
     ([6, 7], 2)
-    >>> sorted(item.payload for _, item, _ in held.sort_out(items(12, 11), behind=False, time=5)), len(held)
+    >>> payloads(held.sort_out(rows(12, 11), behind=False, time=5)), len(held)
     ([8, 9, 10, 11], 1)
     """
 
     def __init__(self, chunks, index):
         self.records = TimedRecords(chunks, index, _record_time)
-        self.held_back = 0  # items of this batch set aside
-        self.resumed = 0  # items set aside before that this batch applies
+        self.held_back = 0  # rows of this batch set aside
+        self.resumed = 0  # rows set aside before that this batch applies
 
     def __len__(self):
         return len(self.records)
@@ -76,49 +80,54 @@ class HeldBack:
         """The chunks' index, for the shard's value."""
         return self.records.index
 
-    def sort_out(self, items: list, behind: bool, time) -> list:
-        """Of the batch's `(target, item, cause)` triples and those held back before, the triples to apply now,
-        their payloads decoded: those at or below the punctuation `time` and, unless the batch is `behind`, the
-        earliest of the others, up to twice as many as the batch brings in all (see the module's docstring).
-        The others are held back, and only their bytes kept. The batch's items may come with their payloads
-        undecoded (None), so that those held back are decoded once, when applied."""
+    def sort_out(self, batches: dict, behind: bool, time) -> dict:
+        """Of the batch's rows, `{target: (batch, keys)}`, and those held back before, the rows to apply now, by
+        target in the same form, their payloads decoded: those at or below the punctuation `time` and, unless
+        the batch is `behind`, the earliest of the others, up to twice as many as the batch brings in all (see
+        the module's docstring). The others are held back, and only their bytes kept. The batch's rows may come
+        with their payloads undecoded (None), so that those held back are decoded once, when applied."""
+        records = [record for target, (batch, keys) in batches.items() for record in _records(target, batch, keys)]
         if not behind and not len(self.records):  # nothing held back: everything on arrival
-            return [_decoded(triple) for triple in items]
-        # Each entry is (event time, whether held back before, the triple or the held record).
-        entries = [(triple[1].meta.ts, False, triple) for triple in items]
-        taken = self.records.take(time if behind else math.inf)
-        entries += [(_record_time(record), True, record) for record in taken]
-        entries.sort(key=itemgetter(0))
-        final = bisect_right(entries, time, key=itemgetter(0))
-        count = final if behind else max(final, 2 * len(items))
-        ready, waiting = [], []
-        for _, held, entry in entries[:count]:
-            ready.append(_triple(entry) if held else _decoded(entry))
-            if held:
-                self.resumed += 1
-        for _, held, entry in entries[count:]:
-            waiting.append(entry if held else _record(entry))
-            if not held:
-                self.held_back += 1
-        self.records.add(waiting)
-        return ready
+            return _batches(records)
+        brought = len(records)
+        entries = [(record, False) for record in records]  # each with whether it was held back before
+        entries += [(record, True) for record in self.records.take(time if behind else math.inf)]
+        entries.sort(key=_entry_time)
+        final = bisect_right(entries, time, key=_entry_time)
+        count = final if behind else max(final, 2 * brought)
+        self.resumed += sum(held for _, held in entries[:count])
+        self.held_back += sum(not held for _, held in entries[count:])
+        self.records.add([record for record, _ in entries[count:]])
+        return _batches([record for record, _ in entries[:count]])
 
 
-def _decoded(triple) -> tuple:
-    """The triple with its item's payload decoded."""
-    item = triple[1]
-    if item.payload is None:
-        item.payload = unpack(item.data)
-    return triple
+def _entry_time(entry) -> int:
+    return entry[0][1][0]
 
 
-def _record(triple) -> tuple:
-    """A triple as the record it is held back as, its payload's bytes only."""
-    target, item, cause = triple
-    return target, item.meta, item.data, item.tombstone, item.arrival, cause
+def _records(target: str, batch, keys) -> list:
+    """The rows of `target`'s `batch` as records (see HeldBack), with their key encodings if given."""
+    keys = keys if keys is not None else [None] * len(batch)
+    return [[target, meta, data, weight, arrival, cause, key] for meta, data, weight, arrival, cause, key
+            in zip(batch.metas, batch.datas, batch.weights, batch.arrivals, batch.row_causes(), keys)]
 
 
-def _triple(record) -> tuple:
-    """A held record as the `(target, item, cause)` triple it was, its payload decoded."""
-    target, meta, data, tombstone, arrival, cause = record
-    return target, Item(new_meta(Meta, meta), unpack(data), data, tombstone, arrival), cause
+def _batches(records: list) -> dict:
+    """`{target: (batch, keys)}` of records, their payloads decoded, their keys None unless every one has one."""
+    columns = {}
+    for target, meta, data, weight, arrival, cause, key in records:
+        rows = columns.get(target)
+        if rows is None:
+            rows = columns[target] = [[], [], [], [], [], [], []]
+        rows[0].append(new_meta(Meta, meta))
+        rows[1].append(data)
+        rows[2].append(weight)
+        rows[3].append(arrival)
+        rows[4].append(None if cause is None else Cause(*cause))
+        rows[5].append(key)
+    batches = {}
+    for target, (metas, datas, weights, arrivals, causes, keys, _) in columns.items():
+        carried = causes if any(cause is not None for cause in causes) else None
+        batch = Batch(metas, list(map(unpack, datas)), datas, weights, arrivals, carried)
+        batches[target] = (batch, None if None in keys else keys)
+    return batches

@@ -12,27 +12,62 @@ import time
 
 from flamespark.core.codec import pack, unpack
 from flamespark.engines.spark.processors.blob import BlobProcessor, behind_rows, handler, metric_row, punctuation_rows
-from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row, frame, pack_cause
+from flamespark.engines.spark.rows import END, LATE, Outbox, concat, control_row, frame
 from flamespark.engines.spark.topology import INGEST_STAGE
 from flamespark.runtime.changes import Cause
 from flamespark.runtime.heap import collections_paused
 from flamespark.runtime.punctuations import Punctuations
 
 
-def ingest_events(punctuations, events, topology, partition: int, sources: list, changes: bool,
-                  behind: bool = False, lanes: dict | None = None) -> list:
-    """The rows one ingest partition makes of a batch's `(kind, source, ts, payload bytes, arrival, seq)`
-    events, in arrival order: item bundles, then punctuations that rose, when the batch is `behind` its input
-    (in the optimistic mode) rows that tell every shard so (see `held_back`), dead letters and each source's
-    counts in this batch (a metric row, naming the partition, that says whether the batch was behind).
+class Arrived:
+    """One ingest partition's raw events of a micro-batch, by lane, in each lane's arrival order: per lane its
+    source and the columns of its events (times, encoded payloads, arrivals, positions in the source, or None
+    where `Punctuations` counts them), and the lanes whose end came after them."""
 
-    An event's position in its source is its `seq` when the source is spread
-    over partitions or read in lanes, else counted by `punctuations`; with
-    `changes`, each item carries its event as the changelog's cause.
-    `lanes[source]`, for a Kafka topic whose partitions this partition takes
-    together, names the lanes `punctuations` knows for the topic's
-    partitions: an event's partition is its `seq` modulo their number (see
-    kafka_source), and the topic's punctuation is its lowest lane's.
+    def __init__(self):
+        self.lanes = {}
+        self.ended = []
+
+    def add(self, lane, source: str, ts: int, data: bytes, arrival: float, position):
+        columns = self.lanes.get(lane)
+        if columns is None:
+            columns = self.lanes[lane] = (source, [], [], [], [])
+        columns[1].append(ts)
+        columns[2].append(data)
+        columns[3].append(arrival)
+        columns[4].append(position)
+
+    @classmethod
+    def of_rows(cls, rows, topology, lanes: dict) -> "Arrived":
+        """The events of `(kind, source, ts, payload bytes, arrival, seq)` rows in arrival order. An event's
+        position is its `seq` when its source is spread over partitions or read in lanes; a Kafka topic of
+        `lanes` (see `ingest_events`) puts its records in the lane of their partition."""
+        arrived = cls()
+        for kind, source, ts, payload, arrival, seq in rows:
+            parts = lanes.get(source)
+            lane = source if parts is None else parts[seq % len(parts)]
+            if kind == END:
+                arrived.ended.append(lane)
+            else:
+                arrived.add(lane, source, ts, payload, arrival,
+                            seq if parts is not None or topology.partitions[source] > 1 else None)
+        return arrived
+
+
+def ingest_events(punctuations, arrived: Arrived, topology, partition: int, sources: list, changes: bool,
+                  behind: bool = False, lanes: dict | None = None) -> list:
+    """The rows one ingest partition makes of a batch's `arrived` events: item bundles, then punctuations that
+    rose, when the batch is `behind` its input (in the optimistic mode) rows that tell every shard so (see
+    `held_back`), dead letters and each source's counts in this batch (a metric row, naming the partition,
+    that says whether the batch was behind).
+
+    Each lane's events are admitted as one batch (`Punctuations.admit`), each
+    payload decoded once and its bytes kept as its encoding; then the lanes
+    that ended end. With `changes`, each item carries its event as the
+    changelog's cause. `lanes[source]`, for a Kafka topic whose partitions
+    this partition takes together, names the lanes `punctuations` knows for
+    the topic's partitions (see `Arrived.of_rows` and kafka_source), and the
+    topic's punctuation is its lowest lane's.
     With several reorder latencies (`topology.levels`), an event goes to
     the copies of the graph of its first on-time level and the later ones,
     and each source's metric row also counts its events by first level
@@ -46,24 +81,25 @@ def ingest_events(punctuations, events, topology, partition: int, sources: list,
     levels = topology.levels.count
     # With several levels, each source's events by first on-time level, and its later levels' events.
     levelled = {source: {"by_level": [0] * levels, "late": []} for source in sources}
-    level = 1
-    for kind, source, ts, payload, arrival, seq in events:
-        parts = lanes.get(source)
-        lane = source if parts is None else parts[seq % len(parts)]
-        if kind == END:
-            punctuations.end(lane)
+    for lane, (source, times, datas, arrivals, positions) in arrived.lanes.items():
+        batch, first_levels = punctuations.admit(lane, times, list(map(unpack, datas)), arrivals,
+                                                 None if positions[0] is None else positions, datas)
+        if changes:
+            batch.causes = [Cause(meta[1], meta[0], meta[3]) for meta in batch.metas]
+        if first_levels is None:
+            topology.send_event(outbox, source, 1, batch)
             continue
-        position = seq if parts is not None or topology.partitions[source] > 1 else None
-        if levels > 1:
-            level = min(punctuations.level(lane, ts), levels)  # an adjusted event: of the last level
-        item = punctuations.admit(lane, ts, unpack(payload), arrival, position)
-        if item is not None:
-            cause = pack_cause(Cause.of(item)) if changes else None
-            topology.send_event(outbox, source, level, item, cause)
-            if levels > 1:
-                levelled[source]["by_level"][level - 1] += 1
+        counted = levelled[source]
+        for level in range(1, levels + 1):  # an adjusted event is late at every level: of the last
+            rows = [row for row, first in enumerate(first_levels) if min(first, levels) == level]
+            if rows:
+                part = batch.selected(rows)
+                topology.send_event(outbox, source, level, part)
+                counted["by_level"][level - 1] += len(rows)
                 if level > 1:
-                    levelled[source]["late"].append([level, *Cause.of(item)])
+                    counted["late"] += [[level, meta[1], meta[0], meta[3]] for meta in part.metas]
+    for lane in arrived.ended:
+        punctuations.end(lane)
     out = outbox.rows()
     laned_before = {source: _lowest(punctuations, parts) for source, parts in lanes.items()}
     # Lanes are not sources (see IngestProcessor): the topics read in lanes are taken by their lowest lane below.
@@ -168,7 +204,8 @@ class IngestProcessor(BlobProcessor):
         # In arrival order: a directory's rows by file (in `meta`, see files.py), then line; others by `seq`.
         batch = concat(rows).sort_values(["meta", "seq"], kind="stable")
         events = zip(*(batch[column].tolist() for column in ("kind", "target", "ts", "payload", "arrival", "seq")))
-        out = ingest_events(punctuations, events, self.topology, partition, sources, self.changes, lanes=lanes)
+        out = ingest_events(punctuations, Arrived.of_rows(events, self.topology, lanes), self.topology, partition,
+                            sources, self.changes, lanes=lanes)
         self.save(punctuations.snapshot())
         yield frame(out)
 
@@ -191,11 +228,19 @@ class ReplayIngest:
         self.late = late
         self.changes = changes
 
-    def __call__(self, partition: int, received: int, latest, events, behind: bool = False) -> list:
-        """The rows of a batch's `events` in `partition`, after `received` earlier ones there, the latest at
-        event time `latest` (None if none); `behind` if the batch is behind its input."""
+    def __call__(self, partition: int, received: int, latest, columns: tuple, ended: bool,
+                 behind: bool = False) -> list:
+        """The rows of a batch's events in `partition`, after `received` earlier ones there, the latest at event
+        time `latest` (None if none): their `columns`, `(times, encoded payloads, arrivals, positions)`, and
+        whether the source's end came after them (`ended`); `behind` if the batch is behind its input."""
         punctuations = Punctuations([self.source], self.reorder_latency, self.late)
         punctuations.resume(self.source, received, latest)
+        arrived = Arrived()
+        if columns[0]:
+            spread = self.topology.partitions[self.source] > 1
+            arrived.lanes[self.source] = (self.source, *columns[:3], columns[3] if spread else [None])
+        if ended:
+            arrived.ended.append(self.source)
         with collections_paused():
-            return ingest_events(punctuations, events, self.topology, partition, [self.source], self.changes,
+            return ingest_events(punctuations, arrived, self.topology, partition, [self.source], self.changes,
                                  behind)

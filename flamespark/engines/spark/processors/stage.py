@@ -9,16 +9,16 @@ from flamespark.engines.spark.processors.blob import (
     metric_row,
     punctuation_rows,
 )
-from flamespark.engines.spark.processors.buckets import StageState, bucket_map
+from flamespark.engines.spark.processors.buckets import StageState
 from flamespark.engines.spark.processors.held import StoredBarriers, chunk_map, level_chunks
 from flamespark.engines.spark.processors.held_back import HeldBack
-from flamespark.engines.spark.processors.keyed import KeyedStage, add_changes, apply_in_meta_order, push, split_rows
+from flamespark.engines.spark.processors.stage_run import KeyedStage, StageRun, add_changes, push, split_rows
 from flamespark.engines.spark.rows import (
     BEHIND,
     COLUMNS,
     PUNCT,
     Outbox,
-    bundle_items,
+    bundle_batches,
     concat,
     decode_time,
     encode_time,
@@ -71,7 +71,7 @@ class StageProcessor(KeyedStage):
     with several reorder latencies, each level's operators and part of the
     barrier take it shifted to their level (`spark.levels`).
     With `changes`, a stage holding a part also emits the batch's changelog
-    rows of its items (one step a batch). Every stage but the last passes
+    rows of its items (a batch is one change). Every stage but the last passes
     the punctuations on.
 
     A batch that is behind its input (it carries `BEHIND` rows) applies only
@@ -89,14 +89,13 @@ class StageProcessor(KeyedStage):
     def init(self, handle):
         super().init(handle)
         self.operators = self.topology.boundary_operators(self.stage)
-        self.buckets = bucket_map(self.store)
         self.held_back = chunk_map(self.store, HELD_BACK_PREFIX)
         self.held = [level_chunks(self.store, HELD_PREFIX, level) for level in self.topology.levels.levels]
 
     @handler
     def handleInputRows(self, key, rows, timerValues):
         shard = key[0]
-        state = self.load({"horizons": {}, "barrier": None, "held_back": None})
+        state = self.load({"horizons": {}, "barrier": None, "held_back": None, "states": None})
         horizons = Horizons(self.topology.partitions, state["horizons"])
         batch = concat(rows)
         mine, passing = split_rows(batch, self.stage)
@@ -104,25 +103,25 @@ class StageProcessor(KeyedStage):
             yield passing[COLUMNS]
         advanced = horizons.update(batch[batch["kind"] == PUNCT].itertuples(index=False))
         behind = bool((batch["kind"] == BEHIND).any())
-        stage = StageState(self.operators, self.buckets)
         levels = self.topology.levels
         stored = StoredBarriers(self.held, state["barrier"], levels) if self.holds_barrier else None
         barrier = stored.pusher if self.holds_barrier else None
         changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()
-        items = []
-        # Payloads are decoded only for the items applied now (`HeldBack.sort_out`).
-        for target, item, cause in bundle_items(mine.itertuples(index=False), decode=_never):
-            if target in self.operators:
-                items.append((target, item, cause))
-            else:  # the barrier holds it until its punctuation in any case
-                push(barrier, changes, self.topology.plan.sinks[target], item, cause)
+        stage = StageRun(self.topology, self.stage, self.topology.shard_keys.index(shard),
+                         StageState(self.operators, self.store, state["states"]), outbox, barrier, changes)
+        # Payloads are decoded only for the rows applied now (`HeldBack.sort_out`).
+        arrived = bundle_batches(mine.itertuples(index=False), decode=_never)
+        for target in [target for target in arrived if target not in self.operators]:
+            batch, _ = arrived.pop(target)  # the barrier holds it until its punctuation in any case
+            push(barrier, changes, self.topology.plan.sinks[target], batch)
         held_back = HeldBack(self.held_back, state["held_back"])
         times = levels.times(horizons.time)
         # Final for the first level, whose punctuation is the highest: the later levels take them as they come.
-        ready = held_back.sort_out(items, behind, times[0])
-        applied = [(self.operators[target], item, cause) for target, item, cause in ready]
-        apply_in_meta_order(self.topology, self.stage, applied, stage, outbox, barrier, changes)
+        for target, (batch, keys) in held_back.sort_out(arrived, behind, times[0]).items():
+            stage.take(target, batch, keys)
+        stage.run()
+        stage.punctuate(lambda name: times[levels.level_of(name) - 1])
         add_changes(outbox, shard, changes)
         out = outbox.rows()
         if behind or held_back.resumed or len(held_back):
@@ -130,8 +129,7 @@ class StageProcessor(KeyedStage):
                 "stage": self.stage, "behind": behind, "held_back": held_back.held_back, "waiting": len(held_back),
             }))
         state["held_back"] = held_back.index
-        stage.punctuate(lambda name: times[levels.level_of(name) - 1])
-        stage.save()
+        state["states"] = stage.states.save()
         state["horizons"] = horizons.dump()
         if self.holds_barrier:
             out.extend(stored.release(self.stage, shard, times))

@@ -23,6 +23,8 @@ from itertools import chain, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
+import numpy as np
+
 from flamespark.core.codec import unpack
 from flamespark.core.errors import InternalError
 from flamespark.core.items import Meta
@@ -42,6 +44,7 @@ class Held(NamedTuple):
 
 _new_held = tuple.__new__  # `_new_held(Held, fields)`: a Held with no Python frame per row
 _first = itemgetter(0)  # a row's meta, a meta's event time
+_weight = itemgetter(3)
 _release_order = itemgetter(0, 1, 2)  # meta, sink, encoded payload: the order a release keeps
 
 
@@ -219,27 +222,36 @@ class Barrier:
 
 def _cancelled(rows: list, state: BarrierState) -> list:
     """The items of `rows` (sorted by meta, sink and encoded payload) that no tombstone among them cancels, in that
-    order; of equal copies, those that arrived first survive. Counts the tombstones out of `state.loose`."""
+    order; of equal copies, those that arrived first survive. Counts the tombstones out of `state.loose`.
+
+    Only the rows sharing a meta with a tombstone can cancel, so only those runs are settled; the rows between
+    them are kept as slices."""
+    weights = np.fromiter(map(_weight, rows), dtype=np.int64, count=len(rows))
+    tombstones = np.flatnonzero(weights < 0).tolist()
+    if not tombstones:
+        return rows
+    state.loose -= len(tombstones)
     survivors = []
+    kept = 0  # rows before this index are settled or kept
     count = len(rows)
-    index = 0
-    while index < count:
-        row = rows[index]
+    for index in tombstones:
+        if index < kept:
+            continue  # in the run of an earlier tombstone
+        meta = rows[index][0]
+        start = index
+        while start > kept and rows[start - 1][0] == meta:
+            start -= 1
         end = index + 1
-        while end < count and rows[end][0] == row[0]:
+        while end < count and rows[end][0] == meta:
             end += 1
-        if end == index + 1:
-            if row[3] < 0:
-                _orphan(row, -row[3])
-            survivors.append(row)
-        else:
-            survivors += _settled(rows[index:end], state)
-        index = end
-    state.loose -= sum(1 for row in rows if row[3] < 0)
+        survivors += rows[kept:start]
+        survivors += _settled(rows[start:end])
+        kept = end
+    survivors += rows[kept:]
     return survivors
 
 
-def _settled(group: list, state: BarrierState) -> list:
+def _settled(group: list) -> list:
     """The survivors of rows of one meta: per sink and encoded payload, as many copies as their weights sum to,
     the earliest to arrive first."""
     group.sort(key=itemgetter(1, 2, 4))

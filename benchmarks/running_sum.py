@@ -63,6 +63,7 @@ if not __package__:  # run as `python benchmarks/running_sum.py`: this checkout'
     import _checkout  # noqa: F401
 
 from benchmarks.lib.measure import in_child, timed
+from benchmarks.lib.script import bytewax_batches
 from benchmarks.windows_local import EPOCH, arrival, bytewax_windowing, compare, events, on_time, ratios_of
 from flamespark.tools.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_int)
@@ -300,14 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    batches = () if args.no_bytewax else args.bytewax_batches
-    if batches:
-        try:
-            import bytewax  # noqa: F401
-        except ImportError:
-            print("running_sum: Bytewax is not installed (pip install 'bytewax==0.21.1'), or pass --no-bytewax",
-                  file=sys.stderr)
-            return 2
+    batches = bytewax_batches("running_sum", args)
+    if batches is None:
+        return 2
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     report = bench(args.events, args.keys, args.seed, args.reorder_latency, (args.percent, args.stddev_ms),
                    args.window_ms, batches, args.repeat, say)

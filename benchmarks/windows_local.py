@@ -56,6 +56,7 @@ if not __package__:  # run as `python benchmarks/windows_local.py`: this checkou
     import _checkout  # noqa: F401
 
 from benchmarks.lib.measure import in_child, memory_mb, reset_peak, timed
+from benchmarks.lib.script import bytewax_batches
 from flamespark.tools.arguments import (DefaultsHelpFormatter, comma_separated, non_negative_float, non_negative_int,
                                       percent, positive_int)
 from flamespark.tools.disorder import disorder_pairs
@@ -201,6 +202,9 @@ def run_system(system: str, count: int, keys: int, seed: int, disorder: tuple | 
     if system == "floor":
         return _measured(lambda p: floor_counts(p, size, reorder_latency), pairs)
     if system == "bytewax":
+        import bytewax.operators.windowing  # noqa: F401 (imported before the clock starts, as FlameSpark is)
+        import bytewax.testing  # noqa: F401
+
         measured = _measured(lambda p: bytewax_counts(p, size, reorder_latency, batch_size), pairs)
         measured["equal_to_per_key_floor"] = measured["counts"] == floor_counts(pairs, size, reorder_latency, True)[0]
         return measured
@@ -327,15 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    batches = () if args.no_bytewax else args.bytewax_batches
-    if batches:
-        try:
-            import bytewax  # noqa: F401
-        except ImportError:
-            print("windows_local: Bytewax is not installed (pip install 'bytewax==0.21.1'), or pass "
-              "--no-bytewax",
-                  file=sys.stderr)
-            return 2
+    batches = bytewax_batches("windows_local", args)
+    if batches is None:
+        return 2
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     report = bench(args.events, args.keys, args.seed, args.window_ms, args.reorder_latency,
                    (args.percent, args.stddev_ms), args.memory_events, batches, say)

@@ -2,6 +2,7 @@
 
     python benchmarks/windows_vs_spark.py                       # 60 s of input at 2,000 events/s
     python benchmarks/windows_vs_spark.py --seconds 10 --rate 500 --out report.json
+    python benchmarks/windows_vs_spark.py --unpaced               # 1,000,000 events, as fast as each goes
 
 Both run on Spark (`--master`, default `local[2]`) over the same events,
 offered at the same rate by the same replay source (flamespark's, which
@@ -36,6 +37,17 @@ second micro-batch on), latency p50 and p99, the median micro-batch, and
 FlameSpark's speculative p50 (the changelog's latency of early results), and
 whether both released the same counts. Timings depend on the machine and on
 what else runs on it.
+
+`--unpaced` times throughput instead: `--events` events of the local
+benchmark's disordered input (`benchmarks/windows_local.py`; those more than D
+behind taken out, the far event added, as above), each system in a fresh
+process, its wall time from before its Spark session starts to its last
+result, reading the input included. Spark's own query reads the events as
+`--files` JSON files, one a micro-batch (`maxFilesPerTrigger=1`, trigger
+`availableNow`); FlameSpark reads the same events from one JSONL file, in as
+many micro-batches (`max_rows_per_batch`). The systems alternate for
+`--rounds` rounds; the report has each round's time, the best of each and
+their ratio, and whether their counts are equal.
 """
 from __future__ import annotations
 
@@ -54,6 +66,7 @@ import numpy as np
 if not __package__:  # run as `python benchmarks/windows_vs_spark.py`: this checkout's packages first
     import _checkout  # noqa: F401
 
+from benchmarks.lib.measure import in_child
 from benchmarks.windows_local import SINK, SOURCE, count_graph  # the same query as the local benchmark's
 from flamespark.tools.arguments import (DefaultsHelpFormatter, non_negative_float, non_negative_int, percent,
                                       positive_float, positive_int, spark_master)
@@ -78,6 +91,18 @@ def make_input(path: Path, seconds: float, rate: float, keys: int, percent_late:
     stamps = (np.arange(count) * 1000 // rate).astype(np.int64).tolist()
     drawn = np.random.default_rng(seed).integers(0, keys, count).tolist()
     arrival = disorder_pairs(list(zip(stamps, drawn)), percent_late, stddev_ms, seed)
+    kept, facts = without_late(arrival, reorder_latency, size)
+    write_events(path, kept)
+    return facts
+
+
+def without_late(arrival: list, reorder_latency: int, size: int) -> tuple[list, dict]:
+    """The events `(ts, key)` of `arrival` that are at most `reorder_latency` behind the newest before them, and
+    an event far ahead, which closes the last windows; with facts about them.
+
+    >>> without_late([(0, 1), (900, 2), (500, 3), (950, 4)], 256, 1000)
+    ([(0, 1), (900, 2), (950, 4), (11206, 0)], {'events': 4, 'removed_as_late': 1, 'far_ts': 11206})
+    """
     kept, newest = [], None
     for ts, key in arrival:
         if newest is None or ts >= newest - reorder_latency:
@@ -85,10 +110,13 @@ def make_input(path: Path, seconds: float, rate: float, keys: int, percent_late:
             newest = ts if newest is None else max(newest, ts)
     far = max(ts for ts, _ in kept) + 10 * size + reorder_latency
     kept.append((far, 0))
+    return kept, {"events": len(kept), "removed_as_late": len(arrival) + 1 - len(kept), "far_ts": far}
+
+
+def write_events(path: Path, pairs) -> None:
+    """`pairs` `(ts, key)` as JSONL `{"ts", "key"}`."""
     with open(path, "w") as out:
-        for ts, key in kept:
-            out.write(json.dumps({"ts": ts, "key": key}) + "\n")
-    return {"events": len(kept), "removed_as_late": len(arrival) + 1 - len(kept), "far_ts": far}
+        out.writelines(f'{{"ts": {ts}, "key": {key}}}\n' for ts, key in pairs)
 
 
 def keyed_pairs(path: Path) -> list:
@@ -208,6 +236,106 @@ def native_events_per_s(progress: list) -> float | None:
     return sum(entry["numInputRows"] for entry in later) / span
 
 
+# --- unpaced: each system in a fresh process, its session's start included ------------------------------------
+
+def unpaced_flamespark(input_path: Path, workdir: Path, master: str, shards: int, size: int, reorder_latency: int,
+                       batches: int) -> dict:
+    """FlameSpark's count over the JSONL input in `batches` micro-batches; wall time from before the session."""
+    import flamespark as fs
+    from flamespark.engines.spark.session import spark_session
+
+    shutil.rmtree(workdir, ignore_errors=True)
+    started = time.perf_counter()
+    spark = spark_session(master, shards)
+    pairs = keyed_pairs(input_path)
+    result = fs.run(count_graph(size), {SOURCE: pairs}, engine="spark", spark=spark, reorder_latency=reorder_latency,
+                    output=workdir / "output", checkpoint=workdir / "run",
+                    max_rows_per_batch=-(-len(pairs) // batches), progress=False)
+    wall_s = time.perf_counter() - started
+    counts = {(window["key"], window["start"]): (window["value"], window["end"])
+              for window in result.outputs[SINK]}
+    return {"wall_s": wall_s, "batches": result.metrics["engine"]["batches"], "counts": counts}
+
+
+def unpaced_native(parts: Path, workdir: Path, master: str, shards: int, size: int, reorder_latency: int) -> dict:
+    """Spark's own count over the JSON files in `parts`, one a micro-batch; wall time from before the session."""
+    from pyspark.sql import functions as F
+
+    from flamespark.engines.spark.session import spark_session
+
+    shutil.rmtree(workdir, ignore_errors=True)
+    started = time.perf_counter()
+    spark = spark_session(master, shards)
+    events = (spark.readStream.schema("ts LONG, key INT").option("maxFilesPerTrigger", 1).json(str(parts))
+              .select(F.timestamp_millis("ts").alias("time"), "key"))
+    counts = (events.withWatermark("time", f"{reorder_latency} milliseconds")
+              .groupBy(F.window("time", f"{size} milliseconds"), "key").count()
+              .select("key", F.unix_millis("window.start").alias("start"), F.unix_millis("window.end").alias("end"),
+                      "count"))
+    collector = NativeReleases()
+    query = (counts.writeStream.outputMode("append").foreachBatch(collector)
+             .option("checkpointLocation", str(workdir / "checkpoint")).trigger(availableNow=True)
+             .queryName("spark_native_unpaced_count").start())
+    query.awaitTermination()
+    wall_s = time.perf_counter() - started
+    counts = {window: (count, end) for window, (count, end, _) in collector.releases.items()}
+    return {"wall_s": wall_s, "batches": len(query.recentProgress), "counts": counts}
+
+
+def bench_unpaced(args, say=print) -> dict:
+    """The `--unpaced` runs of the module's docstring; the report."""
+    from benchmarks.windows_local import arrival
+
+    out_dir = args.out.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kept, facts = without_late(arrival(args.events, args.keys, args.seed, args.percent, args.stddev_ms),
+                               args.reorder_latency, args.window_ms)
+    input_path, parts = out_dir / "windows_vs_spark-input.jsonl", out_dir / "windows_vs_spark-parts"
+    write_events(input_path, kept)
+    shutil.rmtree(parts, ignore_errors=True)
+    parts.mkdir()
+    share = -(-len(kept) // args.files)
+    for part in range(args.files):
+        write_events(parts / f"part-{part:03}.json", kept[part * share:(part + 1) * share])
+    say(f"windows_vs_spark: {facts['events']:,} events in {input_path} and in {args.files} files in {parts} "
+        f"({facts['removed_as_late']} taken out as late)")
+    workdir = out_dir / "windows_vs_spark-work"
+    walls, batches, counts = {"flamespark": [], "spark_native": []}, {}, {}
+    for round_ in range(1, args.rounds + 1):
+        for name in walls:
+            say(f"windows_vs_spark: round {round_} of {args.rounds}, {name}, unpaced, in a fresh process ...")
+            if name == "flamespark":
+                run = in_child(unpaced_flamespark, input_path, workdir / name, args.master, args.shards,
+                               args.window_ms, args.reorder_latency, args.files)
+            else:
+                run = in_child(unpaced_native, parts, workdir / name, args.master, args.shards, args.window_ms,
+                               args.reorder_latency)
+            walls[name].append(run["wall_s"])
+            batches[name] = run["batches"]
+            counts[name] = {window: value for window, value in run["counts"].items() if value[1] <= facts["far_ts"]}
+            say(f"windows_vs_spark: {name} took {run['wall_s']:.1f} s in {run['batches']} micro-batches")
+    report = {name: {"wall_s": times, "best_wall_s": min(times), "batches": batches[name],
+                     "windows": len(counts[name])} for name, times in walls.items()}
+    report["flamespark_to_native"] = report["flamespark"]["best_wall_s"] / report["spark_native"]["best_wall_s"]
+    report["equal"] = counts["flamespark"] == counts["spark_native"]
+    report["setup"] = {"master": args.master, "shards": args.shards, "files": args.files, "rounds": args.rounds,
+                       "keys": args.keys, "window_ms": args.window_ms, "reorder_latency_ms": args.reorder_latency,
+                       "percent_late": args.percent, "stddev_ms": args.stddev_ms, "seed": args.seed, **facts}
+    report["machine"] = machine()
+    return report
+
+
+def unpaced_table(report: dict) -> str:
+    lines = [f"{'system':<13} {'best wall s':>11} {'rounds (s)':<20} {'batches':>7} {'windows':>7}"]
+    for name in ("flamespark", "spark_native"):
+        run = report[name]
+        rounds = ", ".join(f"{wall:.1f}" for wall in run["wall_s"])
+        lines.append(f"{name:<13} {run['best_wall_s']:>11.1f} {rounds:<20} {run['batches']:>7} {run['windows']:>7}")
+    lines.append(f"FlameSpark / Spark's own (best wall time): {report['flamespark_to_native']:.2f}")
+    lines.append(f"equal counts: {report['equal']}")
+    return "\n".join(lines)
+
+
 # --- the report ----------------------------------------------------------------------------------------------
 
 def window_latencies_ms(run: dict, pairs: list, rate: float, reorder_latency: int, far_ts: int) -> list:
@@ -310,6 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-events", type=non_negative_int, default=2000,
                         help="events each system first runs unpaced, to warm the JVM up (0: none)")
     parser.add_argument("--seed", type=non_negative_int, default=1)
+    unpaced = parser.add_argument_group("unpaced mode")
+    unpaced.add_argument("--unpaced", action="store_true",
+                         help="time each system's wall time over --events events, unpaced (see the docstring)")
+    unpaced.add_argument("--events", type=positive_int, default=1_000_000, help="events of the unpaced runs")
+    unpaced.add_argument("--files", type=positive_int, default=10,
+                         help="JSON files Spark's own query reads, one a micro-batch (FlameSpark: as many batches)")
+    unpaced.add_argument("--rounds", type=positive_int, default=2, help="alternating rounds of the two systems")
     parser.add_argument("--out", type=Path, default=Path("windows_vs_spark.json"),
                         help="the JSON report; the input file and the runs' directories go next to it")
     return parser
@@ -321,8 +456,8 @@ def main(argv=None) -> int:
     if args.keys > 128:
         parser.error("--keys: at most 128 (the native query reads a key as the one byte msgpack packs it in)")
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    report = bench(args, say)
-    print(table(report))
+    report = bench_unpaced(args, say) if args.unpaced else bench(args, say)
+    print(unpaced_table(report) if args.unpaced else table(report))
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     say(f"windows_vs_spark: report in {args.out}")
     return 0 if report["equal"] else 1

@@ -329,7 +329,7 @@ class Stream:
         """Per `key(payload)`, windows `[k * size, (k + 1) * size)` of event time; aggregate them with the
         `Window` it gives (`count()`, `sum(value)`, ...): one result per key and window holding an event,
         `{"key", "start", "end", "value"}` at event time `end - 1`, released once the punctuation passes the
-        window. With `changes=True`, its value so far is in the changelog at the end of each step that changes it.
+        window. With `changes=True`, its value so far is in the changelog at the end of each batch that changes it.
 
         >>> import flamespark as fs
         >>> g = fs.Graph("per_minute")

@@ -18,7 +18,7 @@ class Result:
     "cause", "level"}` in release order (see flamespark.runtime.corrections).
 
     A running total whose second value comes late, with its changelog
-    (`batch_size=1` makes each event a step of its own, as a live stream
+    (`batch_size=1` makes each event a batch of its own, as a live stream
     that the engine keeps up with applies it; a list's events would all
     land in one batch, applied in meta order, and nothing would be retracted):
 

@@ -2,7 +2,7 @@
 
 A stateless operator is a function of a batch (`apply(batch)`). A boundary
 operator (keyed, a window, or the baseline's buffer) is handed its state on
-every call: a step's batch (`take(batch, state)`) and each punctuation
+every call: a batch (`take(batch, state)`) and each punctuation
 (`punctuate(T, state)`), each returning the batch of what it makes; the
 engine keeps the state (`new_state()`, or its own implementation over a
 state store). Engines only move batches between operators; none

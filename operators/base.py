@@ -85,7 +85,7 @@ class BoundaryOperator(Operator):
 
     The operator object itself holds only its parameters, so one plan serves
     any number of states (one per run, or one per shard and batch). An
-    engine hands it each step's batch (`take`) and each punctuation
+    engine hands it each batch (`take`) and each punctuation
     (`punctuate`); both return the batch of what they make.
     """
 
@@ -96,7 +96,7 @@ class BoundaryOperator(Operator):
         raise NotImplementedError
 
     def take(self, batch, state):
-        """Apply a step's `batch` to `state`; returns the batch of items and tombstones it makes."""
+        """Apply `batch` to `state`; returns the batch of items and tombstones it makes."""
         raise NotImplementedError
 
     def punctuate(self, time, state):

@@ -411,8 +411,10 @@ class WindowOperator(KeyedOperator):
         return sessions.dump()
 
     def take(self, batch, state, keys: list | None = None):
-        """Apply a step's rows to their windows; with `early`, returns the changed windows' values (and the
+        """Apply a batch's rows to their windows; with `early`, returns the changed windows' values (and the
         retractions of those they replace), else nothing."""
+        if not batch:
+            return None
         if keys is None:
             keys = self.keys_of(batch)
         if self.sessions:
@@ -537,7 +539,7 @@ class WindowOperator(KeyedOperator):
         return Batch.of_items(made) if made else None
 
     def _early(self, changed) -> Batch | None:
-        """The values of the windows changed in a step that differ from what each sent last, after tombstones for
+        """The values of the windows changed in a batch that differ from what each sent last, after tombstones for
         those, and tombstones for the windows that vanished; each carries the cause of the first row of the step
         that changed its window. `changed` maps `(end, key encoding)` to `(window, cause)`, for sessions a key encoding to
         `(sessions changed, sessions retired, the cause of each by id)`."""
@@ -551,7 +553,7 @@ class WindowOperator(KeyedOperator):
                         out.append(tombstone(session.sent))
                         out_causes.append(causes[id(session)])
                         session.sent = None
-                for session in dict.fromkeys(windows):  # a session may change more than once in a step
+                for session in dict.fromkeys(windows):  # a session may change more than once in a batch
                     if id(session) not in gone:
                         self._resend(session.end, key_data, session, causes[id(session)], out, made, out_causes,
                                      made_causes)

@@ -23,6 +23,7 @@ from itertools import count
 from operator import itemgetter
 
 import numpy as np
+from sortedcontainers import SortedKeyList
 
 from barrier.impatience import ImpatienceSorter
 from flamespark.core.errors import InternalError, OptionError
@@ -92,6 +93,28 @@ class SortMergeSorter:
         return len(self._sorted) + len(self._unsorted)
 
 
+class SortedListSorter:
+    """Online sorter on sortedcontainers' `SortedKeyList` of ``(ts, value)`` by ``ts``: an event is inserted at
+    its place (after equal keys, so equal keys stay in order), a punctuation cuts the prefix."""
+
+    __slots__ = ("_list",)
+
+    def __init__(self):
+        self._list = SortedKeyList(key=_KEY)
+
+    def push(self, ts, value):
+        self._list.add((ts, value))
+
+    def flush(self, T):
+        cut = self._list.bisect_key_right(T)
+        out = list(map(_VALUE, self._list.islice(0, cut)))
+        del self._list[:cut]
+        return out
+
+    def __len__(self):
+        return len(self._list)
+
+
 def _huffman_impatience():
     return ImpatienceSorter(huffman=True)
 
@@ -101,8 +124,9 @@ METHODS = {
     "impatience-huffman": _huffman_impatience,
     "heapq": HeapSorter,
     "sort+merge": SortMergeSorter,
+    "sortedlist": SortedListSorter,
 }
-DEFAULT_METHODS = ("impatience", "heapq", "sort+merge")
+DEFAULT_METHODS = ("impatience", "heapq", "sort+merge", "sortedlist")
 
 
 # -- workloads ----------------------------------------------------------------

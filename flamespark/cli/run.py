@@ -62,7 +62,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
                              "with latency counted from each event's arrival (on Spark, JSONL file inputs; "
                              "default: as fast as possible)")
     parser.add_argument("--batch-size", metavar="N", type=positive_int, default=None,
-                        help="apply N events a step and punctuate after each (local engine, unpaced; default "
+                        help="apply N events a batch and punctuate after each (local engine, unpaced; default "
                              "1000); outputs do not depend on it, early results and replays do")
     parser.add_argument("--master", metavar="URL", type=spark_master, default=None,
                         help="Spark master URL (default: local[*])")

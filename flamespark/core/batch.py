@@ -17,7 +17,8 @@ corrections that name one; otherwise `causes` is None.
 """
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
+from itertools import islice
+from operator import attrgetter, itemgetter, lt
 
 from flamespark.core.items import Item, Meta
 
@@ -107,10 +108,10 @@ class Batch:
         """The batch with its rows in identity order (meta, then encoded payload): the order in which the keyed
         operators apply them, so that disorder within a batch replays nothing. With `keys` (a list beside the
         rows), `(batch, keys)`, both in that order."""
-        metas, datas = self.metas, self.datas
-        if all(metas[row] < metas[row + 1] for row in range(len(metas) - 1)):
+        metas = self.metas
+        if all(map(lt, metas, islice(metas, 1, None))):
             return self if keys is None else (self, keys)
-        order = sorted(range(len(metas)), key=lambda row: (metas[row], datas[row]))
+        order = [row for _meta, _data, row in sorted(zip(metas, self.datas, range(len(metas))))]
         return self.selected(order) if keys is None else (self.selected(order), [keys[row] for row in order])
 
 

@@ -35,7 +35,7 @@ class RunOptions:
     mode: str = "optimistic"
     reorder_latency: int = 0
     late: str = "drop"
-    batch_size: int | None = None  # events a local unpaced run applies per step; None: BATCH_SIZE
+    batch_size: int | None = None  # events a local unpaced run applies per batch; None: BATCH_SIZE
     idle_timeout: float | None = None
     rate: float | None = None
     changes: bool = False

@@ -82,3 +82,18 @@ def test_windows_vs_spark_writes_the_issues_report(spark, tmp_path, capsys):
         assert report[system]["windows"] == 15  # 3 s of events of 5 keys
     assert report["flamespark"]["speculative_latency_ms"]["p50"] > 0
     assert "equal counts: True" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_windows_vs_spark_unpaced_times_both_systems_in_fresh_processes(tmp_path):
+    out = tmp_path / "report.json"
+    done = run_benchmark("windows_vs_spark", "--unpaced", "--events", "3000", "--files", "3", "--rounds", "1",
+                         "--keys", "5", "--out", str(out))
+    report = json.loads(out.read_text())
+    assert report["equal"] is True
+    for system in ("flamespark", "spark_native"):
+        assert report[system]["windows"] == 15 and report[system]["best_wall_s"] > 0
+        assert report[system]["batches"] >= 3  # a micro-batch a file, or as many
+    assert report["flamespark_to_native"] == report["flamespark"]["best_wall_s"] / report["spark_native"]["best_wall_s"]
+    assert "FlameSpark / Spark's own (best wall time):" in done.stdout

@@ -211,17 +211,11 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The partition's event rows, then end-of-input rows if it holds the end."""
         now = time.time()
         source, keys, only = self.source, partition.keys, partition.only
-        index = partition.start
-        with open(self.path, "rb") as handle:
-            handle.seek(partition.byte_start)
-            unpacker = msgpack.Unpacker(handle)
-            while index < min(partition.end, self.events):
-                ts, data = unpacker.unpack()
-                spread = index % len(keys)
-                if only is None or spread == only:
-                    arrival = self._arrival(partition.clock, index, now)
-                    yield (EVENT, source, keys[spread], ts, b"", data, False, arrival, index, None)
-                index += 1
+        for index, ts, data in self._events(partition):
+            spread = index % len(keys)
+            if only is None or spread == only:
+                arrival = self._arrival(partition.clock, index, now)
+                yield (EVENT, source, keys[spread], ts, b"", data, False, arrival, index, None)
         if partition.start <= self.events < partition.end:
             for spread, key in enumerate(keys):
                 if only is None or spread == only:
@@ -233,19 +227,24 @@ class ReplayReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         now = time.time()
         spread, only = len(partition.keys), partition.only
         times, datas, arrivals, positions = [], [], [], []
+        for index, ts, data in self._events(partition):
+            if index % spread == only:
+                times.append(ts)
+                datas.append(data)
+                arrivals.append(self._arrival(partition.clock, index, now))
+                positions.append(index)
+        return (times, datas, arrivals, positions), partition.start <= self.events < partition.end
+
+    def _events(self, partition):
+        """`(position, event time, encoded payload)` of each event in the partition's range of the file."""
         index = partition.start
         with open(self.path, "rb") as handle:
             handle.seek(partition.byte_start)
             unpacker = msgpack.Unpacker(handle)
             while index < min(partition.end, self.events):
                 ts, data = unpacker.unpack()
-                if index % spread == only:
-                    times.append(ts)
-                    datas.append(data)
-                    arrivals.append(self._arrival(partition.clock, index, now))
-                    positions.append(index)
+                yield index, ts, data
                 index += 1
-        return (times, datas, arrivals, positions), partition.start <= self.events < partition.end
 
     @staticmethod
     def _arrival(clock, index, now):

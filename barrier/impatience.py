@@ -136,7 +136,7 @@ class ImpatienceSorter:
         start = self._start
         if len(keys) == 1:
             # One run (input in order): a head no longer than the rest is sliced off, as the loop below would,
-            # without its lists of runs; a punctuation after every event releases one value this way.
+            # without its lists of runs; input in order releases this way at every punctuation.
             k = self._topk
             s = start[0]
             c = bisect_right(k, T, s)

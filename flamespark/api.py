@@ -67,7 +67,15 @@ def run(graph, inputs, engine="local", mode="optimistic", reorder_latency=0, lat
 def run_with_options(graph, inputs, options: RunOptions, sink_topics: dict | None = None) -> Result:
     """`run` with its options and inputs already checked (a file input read through by `check_input_files`)
     and its Kafka sinks parsed (`{sink: KafkaTopic}`); a late event under `late="fail"` is named by its file
-    and line too, where its source is a file."""
+    and line too, where its source is a file.
+
+    >>> import flamespark as fs
+    >>> from flamespark.runtime.options import RunOptions
+    >>> g = fs.Graph("doubled")
+    >>> g.source("numbers").map(lambda n: 2 * n).sink("out")
+    >>> run_with_options(g, {"numbers": [(1, 1), (3, 3), (2, 2)]}, RunOptions.of(reorder_latency=5)).outputs
+    {'out': [2, 4, 6]}
+    """
     try:
         if options.engine == "local":
             return _run_local(graph, inputs, options, sink_topics or {})

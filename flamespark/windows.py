@@ -46,12 +46,28 @@ def described(kind: str, name: str | None) -> str:
 
 
 def optional_callable(fn, role: str, operator: str):
+    """`fn` if it is callable or None, else the GraphError naming its `role` and the `operator` it is given to.
+
+    >>> optional_callable(None, "finish", "aggregate 'w'") is None
+    True
+    >>> optional_callable(3, "finish", "aggregate 'w'")
+    Traceback (most recent call last):
+    ...
+    flamespark.core.errors.GraphError: finish function of aggregate 'w' must be callable or None, got int
+    """
     if fn is not None and not callable(fn):
         raise GraphError(f"{role} function of {operator} must be callable or None, got {type(fn).__name__}")
     return fn
 
 
 def required_callable(fn, role: str, operator: str):
+    """`fn` if it is callable, else the GraphError naming its `role` and the `operator` it is given to.
+
+    >>> required_callable(None, "add", "aggregate 'w'")
+    Traceback (most recent call last):
+    ...
+    flamespark.core.errors.GraphError: add function of aggregate 'w' must be callable, got NoneType
+    """
     if not callable(fn):
         raise GraphError(f"{role} function of {operator} must be callable, got {type(fn).__name__}")
     return fn
@@ -102,8 +118,8 @@ class Window:
         return self._aggregated(Aggregate.count())
 
     def sum(self, value=None):
-        """The sum of `value(payload)` over each window: ints as ints; with floats, the correctly rounded sum (as
-        `math.fsum` gives it), whatever the order.
+        """The sum of `value(payload)` over each window: ints as ints; with floats, the float nearest the exact
+        sum, rounded once, whatever the order (other numbers count as the int or float they stand for).
 
         >>> import flamespark as fs
         >>> g = fs.Graph("energy")
@@ -137,7 +153,7 @@ class Window:
         return self._aggregated(Aggregate.max(self._value(value, "max")))
 
     def mean(self, value=None):
-        """The mean of `value(payload)` over each window (a float; its sum correctly rounded, as `sum`'s).
+        """The mean of `value(payload)` over each window: a float, the one nearest the exact mean.
 
         >>> import flamespark as fs
         >>> g = fs.Graph("means")

@@ -6,9 +6,9 @@ Two kinds:
   accumulator per window, and take each item (weight +1) and tombstone
   (weight -1) into it as it comes, in any order (`step`): their value does
   not depend on the order of the payloads. Sums are exact: integers add as
-  Python's ints do, floats as an exact multi-part sum rounded once at the
-  end, so a float sum is the correctly rounded sum of the window's values
-  (what `math.fsum` gives), whatever the arrival order.
+  Python's ints do, floats as a whole number of units of 2**-1074 (an int
+  too), rounded once at the end, so a float sum is the float nearest the
+  exact sum of the window's values, whatever the arrival order.
 - *Folding* aggregates (`min`, `max`, `collect`, `aggregate(add, ...)`) fold
   the window's payloads in event-time order, `finish(fold(add, zero,
   payloads))`: a window keeps its items and folds them when its result is
@@ -25,6 +25,7 @@ Two kinds:
 """
 import copy
 import math
+import operator
 
 from flamespark.core.errors import FlameSparkError
 
@@ -140,6 +141,14 @@ class Incremental(Aggregate):
     def step(self, acc, payload, weight: int):
         raise NotImplementedError
 
+    def dump_acc(self, acc):
+        """The accumulator as plain msgpack can hold it, for engines that keep windows in a state store."""
+        return acc
+
+    def load_acc(self, dumped):
+        """The accumulator from its `dump_acc`."""
+        return dumped
+
 
 class Count(Incremental):
     """The number of items."""
@@ -161,10 +170,22 @@ class Count(Incremental):
 class Sum(Incremental):
     """The exact sum of `value(payload)`: ints as ints; with floats among the values, the correctly rounded sum.
 
-    Its accumulator is `[int total, float parts, live floats, infinities and NaNs]`: the float parts are
-    non-overlapping floats whose sum is exactly that of the finite floats taken (Shewchuk's algorithm, as
-    `math.fsum` keeps them), `live floats` the net number of float values, and the last three counts of +inf,
-    -inf and NaN values, which no part can hold.
+    Every finite float is a whole multiple of 2**-1074, the smallest subnormal, so the accumulator keeps the
+    floats' sum exactly as a Python int in those units. It is `[int total, float total in units of 2**-1074,
+    live floats, [+inf, -inf, NaN]]`: `live floats` the net number of float values, and the last three counts of
+    the values no unit holds. Sums of any size, in any order, come to one value, rounded once at the end: the
+    float nearest the exact sum (an infinity beyond the largest float). Other numbers count as the int their
+    `__index__` gives (numpy's ints) or else as the float `float()` makes of them (numpy's floats, Decimal,
+    Fraction).
+
+    >>> total = Aggregate.sum()
+    >>> acc = total.start()
+    >>> for number in (1e308, 1e308, 0.1, -1e308):
+    ...     acc = total.step(acc, number, 1)
+    >>> total.finish(acc), total.finish(total.step(acc, 0.1, -1))
+    (1e+308, 1e+308)
+    >>> total.finish(total.step(total.step(total.start(), 2 ** 53 + 1, 1), 0.5, 1)) == 2 ** 53 + 2
+    True
     """
 
     def __init__(self, value, kind: str = "sum"):
@@ -172,30 +193,45 @@ class Sum(Incremental):
         self.value = value
 
     def start(self):
-        return [0, [], 0, [0, 0, 0]]
+        return [0, 0, 0, [0, 0, 0]]
 
     def step(self, acc, payload, weight):
         number = self.value(payload)
         kind = type(number)
         if kind is int or kind is bool:
             acc[0] += number * weight
-        elif kind is float:
-            acc[2] += weight
-            if math.isfinite(number):
-                _add_exactly(acc[1], number if weight > 0 else -number)
-            else:
-                acc[3][2 if number != number else 0 if number > 0 else 1] += weight
+            return acc
+        if kind is not float:
+            number = _as_int_or_float(number)
+            if type(number) is int:
+                acc[0] += number * weight
+                return acc
+        acc[2] += weight
+        if number - number == 0.0:  # finite: inf - inf and NaN - NaN are NaN
+            numerator, denominator = number.as_integer_ratio()
+            acc[1] += (numerator << (_UNIT_BITS + 1 - denominator.bit_length())) * weight
         else:
-            raise TypeError(f"a sum's values must be ints or floats, got {kind.__name__}: {number!r}")
+            acc[3][2 if number != number else 0 if number > 0 else 1] += weight
         return acc
 
     def finish(self, acc):
         return _total(acc)
 
+    def dump_acc(self, acc) -> list:
+        return [_int_bytes(acc[0]), _int_bytes(acc[1]), *acc[2:]]
+
+    def load_acc(self, dumped) -> list:
+        return [_bytes_int(dumped[0]), _bytes_int(dumped[1]), *dumped[2:]]
+
 
 class Mean(Sum):
-    """The exact sum of `value(payload)` (see `Sum`) over the number of items; its accumulator is a `Sum`'s with
-    that number appended."""
+    """The exact sum of `value(payload)` (see `Sum`) over the number of items, rounded once; its accumulator is a
+    `Sum`'s with that number appended.
+
+    >>> mean = Aggregate.mean()
+    >>> mean.finish(mean.step(mean.step(mean.start(), 1, 1), 2, 1))
+    1.5
+    """
 
     def __init__(self, value):
         super().__init__(value, "mean")
@@ -209,31 +245,42 @@ class Mean(Sum):
         return acc
 
     def finish(self, acc):
-        return _total(acc) / acc[4]
+        return _total(acc, acc[4])
 
 
-def _add_exactly(parts: list, number: float):
-    """Add `number` to `parts`, keeping their sum exact (Shewchuk's algorithm, as `math.fsum` runs it)."""
-    kept = 0
-    for part in parts:
-        if abs(number) < abs(part):
-            number, part = part, number
-        high = number + part
-        low = part - (high - number)
-        if low:
-            parts[kept] = low
-            kept += 1
-        number = high
-    parts[kept:] = [number]
+_UNIT_BITS = 1074  # a finite float is a whole number of units of 2**-1074
 
 
-def _total(acc):
-    """A `Sum` accumulator's value: its int total, or with floats live the correctly rounded sum of everything."""
-    total, parts, floats, (positive, negative, nan) = acc[:4]
+def _as_int_or_float(number):
+    """A number a sum takes that is neither an int nor a float, as the int or float it stands for."""
+    if hasattr(type(number), "__index__"):
+        return operator.index(number)
+    if isinstance(number, (str, bytes, bytearray)) or not hasattr(type(number), "__float__"):
+        raise TypeError(f"a sum's values must be numbers, got {type(number).__name__}: {number!r}")
+    return float(number)
+
+
+def _total(acc, count: int | None = None):
+    """A `Sum` accumulator's value, or its mean over `count`: with no float live, its int total (over `count`);
+    else the float nearest the exact sum (or quotient)."""
+    total, units, floats, (positive, negative, nan) = acc[:4]
     if not floats:
-        return total
+        return total if count is None else total / count
     if nan or (positive and negative):
         return math.nan
     if positive or negative:
         return math.inf if positive else -math.inf
-    return math.fsum([*parts, total])
+    exact = (total << _UNIT_BITS) + units
+    try:
+        return exact / ((1 if count is None else count) << _UNIT_BITS)  # an int over an int is correctly rounded
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def _int_bytes(number: int) -> bytes:
+    """An int of any size as bytes msgpack keeps (its ints stop at 64 bits)."""
+    return number.to_bytes(number.bit_length() // 8 + 1, "big", signed=True)
+
+
+def _bytes_int(data: bytes) -> int:
+    return int.from_bytes(data, "big", signed=True)

@@ -99,6 +99,13 @@ class KeyedOperator(BoundaryOperator):
             new = bucket is None
             if new:
                 bucket = new_bucket()
+            elif bucket.dirty is not None and causes is not None and waiting.get(key_data) != causes[row]:
+                # The waiting work belongs to the change that left it: done inside this row's `add`, its outputs
+                # would name this row's cause.
+                outputs = bucket.flush(combine)
+                if outputs:
+                    made += outputs
+                    made_causes += [waiting.get(key_data)] * len(outputs)
             outputs = bucket.add(item, combine)
             if bucket.dirty is not None:
                 waiting[key_data] = None if causes is None else causes[row]

@@ -17,8 +17,9 @@ it was.
 A tombstone's re-run waits (the log is `dirty`) until the log's next change
 or its `flush`: a replacement of the removed item, which a re-run upstream
 sends right after the tombstone, then re-runs the later steps once, not
-twice. Engines flush at the end of each step, before a punctuation. Engines
-that keep logs in a state store keep them as `stored_log` packs them.
+twice. The keyed operator flushes a dirty log by the end of the batch it
+takes, before any punctuation. Engines that keep logs in a state store keep
+them as `stored_log` packs them.
 """
 import zlib
 from bisect import bisect_left

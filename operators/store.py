@@ -67,7 +67,8 @@ class DictState(KeyedState):
     def __init__(self, sweep_spacing: int = 1024):
         super().__init__()
         self._buckets = {}
-        # `get` is the dict's own method: a wrapper's frame was 2 % of an in-order run, as a bucket is read per item.
+        # `get` is the dict's own method, not a wrapper around it: a bucket is read per item, and a wrapper adds a
+        # Python frame to each read.
         self.get = self._buckets.get
         self._queued = {}  # event time -> the keys collectable once a punctuation reaches it
         self._times = []  # heap of the times in `_queued`

@@ -57,12 +57,12 @@ class Pane:
         self.arrival = 0.0
         self.sent = None
 
-    def dump(self) -> list:
-        return [self.weight, self.acc, self.arrival, _dumped_item(self.sent)]
+    def dump(self, aggregate) -> list:
+        return [self.weight, aggregate.dump_acc(self.acc), self.arrival, _dumped_item(self.sent)]
 
     @classmethod
-    def load(cls, dumped) -> "Pane":
-        pane = cls(dumped[1])
+    def load(cls, dumped, aggregate) -> "Pane":
+        pane = cls(aggregate.load_acc(dumped[1]))
         pane.weight, pane.arrival, pane.sent = dumped[0], dumped[2], _loaded_item(dumped[3])
         return pane
 
@@ -396,8 +396,13 @@ class WindowOperator(KeyedOperator):
         return SessionState() if self.sessions else FixedState()
 
     def load_window(self, dumped):
-        """A window of a fixed window's state from its `dump()`, for engines that keep windows in a state store."""
-        return Pane.load(dumped) if self.panes else OpenWindow.load(dumped)
+        """A window of a fixed window's state from its `dump_window`, for engines that keep windows in a state
+        store."""
+        return Pane.load(dumped, self.aggregate) if self.panes else OpenWindow.load(dumped)
+
+    def dump_window(self, window) -> list:
+        """A window of a fixed window's state as msgpack-able lists, which `load_window` takes back."""
+        return window.dump(self.aggregate) if self.panes else window.dump()
 
     def new_bucket(self) -> "SessionWindows":
         """A key's sessions, for engines that keep them per key in a state store (with `load_bucket` and
@@ -540,9 +545,9 @@ class WindowOperator(KeyedOperator):
 
     def _early(self, changed) -> Batch | None:
         """The values of the windows changed in a batch that differ from what each sent last, after tombstones for
-        those, and tombstones for the windows that vanished; each carries the cause of the first row of the step
-        that changed its window. `changed` maps `(end, key encoding)` to `(window, cause)`, for sessions a key encoding to
-        `(sessions changed, sessions retired, the cause of each by id)`."""
+        those, and tombstones for the windows that vanished; each carries the cause of the first row of the batch
+        that changed its window. `changed` maps `(end, key encoding)` to `(window, cause)`, for sessions a key
+        encoding to `(sessions changed, sessions retired, the cause of each by id)`."""
         out, made = [], []
         out_causes, made_causes = [], []
         if self.sessions:

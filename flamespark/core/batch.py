@@ -7,9 +7,9 @@ and encoded payload). Its rows are kept in columns, one list per field, so
 that an operator runs a user function over a batch's payloads in one tight
 loop and hands the other columns on as they are.
 
-A batch may carry each row's *cause*, the input event whose arrival made
-it (a `runtime.changes.Cause`), where the engine keeps a changelog or
-corrections that name one; otherwise `causes` is None.
+A batch may carry each row's *cause*: a value, opaque to operators, that
+names the input event the row came from, and that they hand on with the
+rows they make of it; otherwise `causes` is None.
 
 >>> batch = Batch([Meta(1, "s", 0, (0,)), Meta(2, "s", 0, (1,))], ["a", "b"], [b"\\xa1a", b"\\xa1b"], [1, -1], [0.0, 0.0])
 >>> [(item.payload, item.tombstone) for item in batch.items()]
@@ -102,7 +102,7 @@ class Batch:
             columns = [list(pick(column)) for column in columns]
         else:
             columns = [[column[row] for row in rows] for column in columns]
-        return Batch(*columns) if self.causes is not None else Batch(*columns, None)
+        return Batch(*columns)
 
     def in_meta_order(self, keys: list | None = None):
         """The batch with its rows in identity order (meta, then encoded payload): the order in which the keyed

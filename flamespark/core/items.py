@@ -68,8 +68,8 @@ def event_tiebreak(data: bytes) -> int:
     """A deterministic 64-bit tie-break from an event's encoded payload: its CRC-32, then its Adler-32.
 
     It orders events of one source with equal times by what they hold, never by when they came. Two C calls
-    make it, where a cryptographic hash costs several times more; checkpoints keep it in every item's meta, so
-    changing it changes their layout (`STATE_LAYOUT`)."""
+    make it: an order needs no cryptographic hash, which would cost more per event; checkpoints keep it in
+    every item's meta, so changing it changes their layout."""
     return crc32(data) << 32 | adler32(data)
 
 

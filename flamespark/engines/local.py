@@ -51,19 +51,24 @@ def unpaced_batches(inputs: dict, size: int):
 
 
 def lanes_of(events) -> tuple:
-    """`(arrived, ended)` (see `unpaced_batches`) of `(lane, event)` pairs, an event `(ts, payload)` or None where
-    its lane ran out."""
-    arrived, ended = {}, []
+    """`(arrived, ended)` of `(lane, event)` pairs, an event a tuple of values (as many in every event) or None
+    where its lane ran out: `arrived` maps each lane to its events' values in columns, a list per value, in
+    arrival order; `ended` names the lanes that ran out.
+
+    >>> lanes_of([("a", (1, "x")), ("b", (2, "y")), ("a", (3, "z")), ("b", None)])
+    ({'a': ([1, 3], ['x', 'z']), 'b': ([2], ['y'])}, ['b'])
+    """
+    by_lane, ended = {}, []
     for lane, event in events:
         if event is None:
             ended.append(lane)
             continue
-        columns = arrived.get(lane)
-        if columns is None:
-            columns = arrived[lane] = ([], [])
-        columns[0].append(event[0])
-        columns[1].append(event[1])
-    return arrived, ended
+        rows = by_lane.get(lane)
+        if rows is None:
+            rows = by_lane[lane] = []
+        rows.append(event)
+    # The columns are made at the end, by `zip` in C, not by an append per value in the loop, which runs per event.
+    return {lane: tuple(map(list, zip(*rows))) for lane, rows in by_lane.items()}, ended
 
 
 def interleave(inputs: dict):
@@ -220,16 +225,7 @@ class LocalRun:
         """Admit `(lane, ts, payload, arrival)` events in arrival order (a lane's end is `(lane, None)`), then apply
         in one batch those that wait, held back before or admitted now: all of them, or when `behind` those at
         or below the punctuation."""
-        arrived, ended = {}, []
-        for event in events:
-            if event[1] is None:
-                ended.append(event[0])
-                continue
-            columns = arrived.get(event[0])
-            if columns is None:
-                columns = arrived[event[0]] = ([], [], [])
-            for column, value in zip(columns, event[1:]):
-                column.append(value)
+        arrived, ended = lanes_of((event[0], None if event[1] is None else event[1:]) for event in events)
         self._apply(arrived, ended, behind)
 
     def _apply(self, arrived: dict, ended: list, behind: bool = False):
@@ -262,7 +258,7 @@ class LocalRun:
             if not len(batch):
                 continue
             if self.keeps_causes:
-                batch.causes = [Cause(meta[1], meta[0], meta[3]) for meta in batch.metas]
+                batch.causes = list(map(Cause.of_meta, batch.metas))
             source = batch.metas[0][1]
             if first_levels is None:
                 _add(admitted, source, batch)
@@ -292,7 +288,7 @@ class LocalRun:
                 self.events += len(batch)
                 if level > 1:  # only a later level's own late events can be a correction's cause
                     for meta in batch.metas:
-                        corrections.arrived(Cause(meta[1], meta[0], meta[3]), level)
+                        corrections.arrived(Cause.of_meta(meta), level)
                 for batches in by_pipeline[level - 1:]:
                     _add(batches, source, batch)
             for pipeline, batches in zip(self.pipelines, by_pipeline):

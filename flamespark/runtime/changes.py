@@ -1,13 +1,14 @@
 """The changelog: each sink's results as the optimistic mode computes them, and their retractions.
 
 An engine notes every item and tombstone that reaches a sink, with the
-input event whose arrival made it (the cause). A batch (a local run's
-batch of arrivals, a Spark micro-batch) is one change: its changes leave
-at its end, its items as `+` and its tombstones as `-`, except that an
-item and a tombstone of the same output (same sink, event time and
-payload) in one batch are no change. A `-` names the late event whose
-arrival started the retraction (consecutive `-` records naming one event
-share the dict that names it).
+input event that made it (the cause), which its row carries. A batch (a
+local run's batch of arrivals, a Spark micro-batch) is one change: its
+changes leave at its end, its items as `+` and its tombstones as `-`,
+except that an item and a tombstone of the same output (same sink, event
+time and payload) in one batch are no change. A `-` names the event that
+started the retraction: a late event, or the event that changed a
+window's running value (consecutive `-` records naming one event share the
+dict that names it).
 """
 from __future__ import annotations
 
@@ -28,15 +29,19 @@ class Cause(NamedTuple):
     position: int
 
     @classmethod
-    def of(cls, item) -> "Cause":
-        """The input event whose item (not a derivative) is `item`."""
-        meta = item.meta
-        return cls(meta.source, meta.ts, meta.position)
+    def of_meta(cls, meta) -> "Cause":
+        """The input event whose item's meta (not a derivative's) is `meta`.
+
+        >>> from flamespark.core.items import Meta
+        >>> Cause.of_meta(Meta(5, "s", 0, (3,)))
+        Cause(source='s', ts=5, position=3)
+        """
+        return cls(meta[1], meta[0], meta[3])
 
 
 class Change(NamedTuple):
-    """One changelog entry: `item` reached `sink` (a `+`, or a `-` if it is a tombstone) while the engine was
-    delivering the event `cause`, which only a `-` names (it may be None on a `+`)."""
+    """One changelog entry: `item` reached `sink` (a `+`, or a `-` if it is a tombstone), made by the input event
+    `cause` that its row carried (None if it carried none), which only a `-` names."""
 
     sink: str
     item: object
@@ -47,8 +52,8 @@ def records(changes: list, sinks) -> dict:
     """Each sink's records of `changes`, as `Result.changes` holds them."""
     by_sink = {sink: [] for sink in sinks}
     for sink, item, cause in changes:
-        # A `-` names its cause, but for the running value of a window that the buffered baseline retracts as its
-        # buffer releases the window's next event: no event's arrival caused that.
+        # A `-` names the cause its row carried (in the buffered baseline, the event whose release by a buffer
+        # changed a window's running value), and none if the row carried none.
         by_sink[sink].append(_record(item, _named(cause) if item.tombstone and cause is not None else None))
     return by_sink
 
@@ -206,8 +211,8 @@ class Changelog:
     def __init__(self, sinks):
         self.sinks = {sink: SinkChangelog(sink) for sink in sinks}
         # The latest cause retracted for and its record's dict, which the `-` records that follow with the same
-        # cause share (often all of a batch's): a late event retracts thousands of results, and a dict
-        # each took 17 MB more at the peak of the inverted index's changelog run.
+        # cause share (often all of a batch's): one late event may retract thousands of results, and a dict
+        # each would hold as many copies of the same three fields.
         self._cause = self._cause_named = None
 
     @property
@@ -216,7 +221,7 @@ class Changelog:
         return {sink: log.records for sink, log in self.sinks.items()}
 
     def retract(self, sink: str, tombstone, cause):
-        """Append the `-` of `tombstone`, which reached `sink` while the event `cause` was being delivered."""
+        """Append the `-` of `tombstone`, which reached `sink` carrying the event `cause` that made it."""
         if cause != self._cause:
             self._cause, self._cause_named = cause, _named(cause)
         self.sinks[sink].retract(tombstone, self._cause_named)

@@ -11,13 +11,18 @@ levels up to k are then the outputs of a run with the single latency Dk.
 
 A record is a changelog record with its level, `{"op", "ts", "payload",
 "cause", "level"}`. Its `cause` names a late event of level k's own (on
-time at Dk, late at Dk-1): in the optimistic mode, the first whose arrival
-touched that output in level k's computation (retracted it, or made it
-anew), so that a window's result names the first late event that fell
-into it; otherwise (an output made only after its late event had gone by,
-such as a running total's later values, or any output of the buffered
-mode, which applies events only as its buffers release them) the latest
-to arrive at or before the output's time.
+time at Dk, late at Dk-1). In the optimistic mode, where the rows that
+reach a sink in level k's computation carry their causes, it is the first
+of the level's late events to touch that output there (retract it, or
+make it anew) in the batch it arrived in. Otherwise it is the latest of
+them to arrive at or before the output's time: for an output made only
+after its late event had gone by (a running total's later values); for a
+window's result, which a later level makes only as its punctuation passes
+the window, with no cause to carry, so that the event named may have
+fallen into another window; for an output made of a batch that joined
+rows with causes and rows without (`Batch.concat` then keeps none); and
+for any output of the buffered mode, which applies events only as its
+buffers release them.
 """
 from __future__ import annotations
 

@@ -101,8 +101,8 @@ class Punctuations:
     no other lane gives.
 
     With several reorder latencies, `reorder_latency=(D1, ..., Dn)` increasing,
-    each is a *level*: `level(source, ts)` tells the first level an event is
-    on time at (judged as above, with Dk), `times()` each level's global
+    each is a *level*: `admit` tells the first level each event is on time
+    at (judged as above, with Dk), `times()` each level's global
     punctuation, and the late policy applies to events later than Dn, the
     latency that `reorder_latency` then names.
 
@@ -191,19 +191,6 @@ class Punctuations:
         return tuple(None if column is None else list(compress(column, kept))
                      for column in (times, payloads, arrivals, positions, datas, levels))
 
-    def level(self, source: str, ts: int) -> int:
-        """The first level (1 to n) at whose reorder latency an event of `source` at `ts` would be on time if
-        admitted now, or n + 1 if it is late at every level."""
-        max_ts = self._sources[source].max_ts
-        if max_ts is None:
-            return 1
-        level = 1
-        for latency in self.latencies:
-            if ts >= max_ts - latency:
-                return level
-            level += 1
-        return level
-
     def end(self, source: str):
         """The source's input ended: from the next `advance`, it holds nothing back."""
         self._heard(source).ended = True
@@ -211,7 +198,7 @@ class Punctuations:
     def advance(self) -> dict:
         """Raise every source's punctuation to what it now supports; returns `{source: time}` of those that rose."""
         risen = {}
-        lowest = inf  # _lowest(), in the same pass: the local engine advances after every event
+        lowest = inf  # _lowest(), in the same pass: an engine advances at every punctuation it issues
         for source, state in self._sources.items():
             supported = self._supported(source, state)
             if supported > state.punctuation:

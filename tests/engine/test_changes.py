@@ -114,6 +114,28 @@ def test_each_late_event_names_its_own_retractions():
     assert {r["cause"]["ts"] for r in result.changes["sums"] if r["op"] == "-"} == {0, 1}
 
 
+@pytest.mark.parametrize("batch_size", [1, 2, 4])
+def test_a_retraction_left_waiting_names_its_late_event_whatever_the_batch_holds_beside_it(batch_size):
+    # The first operator's re-run from the late (5, 1) retracts (45, 102) downstream: that tombstone leaves the
+    # second operator's key waiting until the on-time (150, 100) of the same batch reaches it.
+    def even_totals(total, value):
+        total = (total or 0) + value
+        return total, [total] if total % 2 == 0 else []
+
+    def running(total, value):
+        total = (total or 0) + value
+        return total, [total]
+
+    graph = fs.Graph("waiting")
+    (graph.source("numbers").stateful(key=lambda n: n >= 100, update=even_totals, name="evens")
+     .stateful(key=lambda n: 0, update=running, name="sums").sink("sums"))
+    arrival = [(10, 2), (45, 100), (5, 1), (150, 100)]
+    result = fs.run(graph, {"numbers": arrival}, reorder_latency=1000, changes=True, batch_size=batch_size)
+    retracted = [(r["ts"], r["cause"]["ts"]) for r in result.changes["sums"] if r["op"] == "-"]
+    assert all(cause == 5 for _, cause in retracted), retracted
+    assert bool(retracted) == (batch_size < 4)  # in one batch the late event is applied in its place
+
+
 def test_what_a_step_retracts_and_makes_again_is_not_a_change():
     # The late 0 leaves key 0's sums as they were: nothing to retract, nothing to add again.
     arrival = [(3, 3), (6, 6), (0, 0)]

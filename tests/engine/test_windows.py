@@ -9,6 +9,7 @@ multisets per event time, and their event times must not decrease.
 import math
 from collections import Counter, defaultdict
 from datetime import timedelta
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -33,6 +34,12 @@ def exact_sum(values):
     return math.fsum(values) if any(type(value) is float for value in values) else sum(values)
 
 
+def exact_mean(values):
+    """The correctly rounded mean, as FlameSpark's means are: the exact sum over the count, rounded once."""
+    values = list(values)
+    return float(sum(map(Fraction, values), Fraction(0)) / len(values))
+
+
 def fold_sum(values):
     total = 0
     for value in values:  # a fold rounds at every step, so its value depends on the order
@@ -45,7 +52,7 @@ REFERENCE_AGGREGATES = {
     "sum": lambda payloads: exact_sum(p["f"] for p in payloads),
     "min": lambda payloads: min(p["v"] for p in payloads),
     "max": lambda payloads: max(p["v"] for p in payloads),
-    "mean": lambda payloads: exact_sum(p["f"] for p in payloads) / len(payloads),
+    "mean": lambda payloads: exact_mean(p["f"] for p in payloads),
     "collect": lambda payloads: [p["v"] for p in payloads],
     "concat": lambda payloads: "".join(f"{p['v']}," for p in payloads).upper(),
     "in_place": lambda payloads: [p["v"] for p in payloads][-3:],

@@ -21,6 +21,7 @@ DOCUMENTED = [
                                               "Graph.to_networkx", "Graph.validate"]),
     *(f"flamespark.windows.Window.{name}" for name in ["count", "sum", "min", "max", "mean", "collect", "aggregate"]),
     "flamespark.api.run",
+    "flamespark.api.run_with_options",
     "flamespark.spark.frames.stream",
     "flamespark.spark.frames.payloads",
     "flamespark.result.Result",

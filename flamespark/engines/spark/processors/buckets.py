@@ -19,7 +19,8 @@ from operators import early_tombstones
 from operators.store import KeyedState
 
 LAYOUT = ("one map entry per key and stage (prefix b), collected when touched; steps without their outputs, each "
-          "packed apart; fixed windows one entry per end (prefix e, operator), each key's window packed apart; "
+          "packed apart; fixed windows one entry per end (prefix e, operator), each key's window packed apart (a "
+          "sum's in whole units of 2**-1074, as bytes); "
           "sessions in the key's entry, keys due per end (prefix d, operator)")
 
 
@@ -120,19 +121,19 @@ class _StoredWindows:
     """The windows of one end, by key encoding, as a window operator's `take` uses a dict of them: each decoded
     from its blob when first asked for, and packed again at `blobs` only if it was."""
 
-    __slots__ = ("_blobs", "_windows", "_load")
+    __slots__ = ("_blobs", "_windows", "_operator")
 
-    def __init__(self, blobs: dict, load):
+    def __init__(self, blobs: dict, operator):
         self._blobs = blobs
         self._windows = {}
-        self._load = load
+        self._operator = operator  # the window operator, which loads and dumps its windows
 
     def get(self, key):
         window = self._windows.get(key)
         if window is None:
             blob = self._blobs.pop(key, None)
             if blob is not None:
-                window = self._windows[key] = self._load(msgpack.unpackb(blob, strict_map_key=False))
+                window = self._windows[key] = self._operator.load_window(msgpack.unpackb(blob, strict_map_key=False))
         return window
 
     def __setitem__(self, key, window):
@@ -154,7 +155,7 @@ class _StoredWindows:
     def blobs(self) -> dict:
         """Every window's blob: those never decoded as they were read, the others packed again."""
         blobs = dict(self._blobs)
-        blobs.update((key, msgpack.packb(window.dump())) for key, window in self._windows.items())
+        blobs.update((key, msgpack.packb(self._operator.dump_window(window))) for key, window in self._windows.items())
         return blobs
 
 
@@ -172,7 +173,7 @@ class StoredFixedState:
         self._store = store
         self._ends = set(ends or ())
         self._stored = set(self._ends)  # the ends with an entry in the store
-        self._load = operator.load_window
+        self._operator = operator
         self._read = {}  # end -> _StoredWindows, as read (or begun) in this batch
         self._closed = []
 
@@ -181,7 +182,7 @@ class StoredFixedState:
         if windows is None:
             row = self._store.getValue((end,)) if end in self._stored else None
             blobs = {} if row is None else msgpack.unpackb(row[0], strict_map_key=False)
-            windows = self._read[end] = _StoredWindows(blobs, self._load)
+            windows = self._read[end] = _StoredWindows(blobs, self._operator)
             self._ends.add(end)
         return windows
 
@@ -192,7 +193,7 @@ class StoredFixedState:
         unread = [end for end in closing if end not in self._read and end in self._stored]
         for end, row in zip(unread, self._store.get_many([(end,) for end in unread])):
             blobs = {} if row is None else msgpack.unpackb(row[0], strict_map_key=False)
-            self._read[end] = _StoredWindows(blobs, self._load)
+            self._read[end] = _StoredWindows(blobs, self._operator)
         closed = [(end, self._read.pop(end)) for end in closing]
         self._ends.difference_update(closing)
         self._closed += closing

@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--master", type=spark_master, help="Spark master (default: local[*])")
     parser.add_argument("--reorder-latency", type=non_negative_int, default=3000, metavar="MS")
     parser.add_argument("--percent", type=percent, default=30.0, help="share of the documents delayed, in %%")
-    parser.add_argument("--stddev-ms", type=non_negative_float, default=1000.0, help="a delay is |N(0, D)| ms")
+    parser.add_argument("--stddev-ms", type=non_negative_float, default=1000.0, metavar="MS",
+                        help="the delays' standard deviation: a delayed event's delay is |N(0, MS)| ms")
     parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed of the delays")
     parser.add_argument("--out", type=Path, default=Path("rates"), metavar="DIR",
                         help="where the inputs, each rate's report and the summary go")

@@ -286,7 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--events", type=positive_int, default=200_000, help="events of each run")
     parser.add_argument("--keys", type=positive_int, default=100, help="distinct keys")
     parser.add_argument("--percent", type=percent, default=30.0, help="share of the events delayed, in %%")
-    parser.add_argument("--stddev-ms", type=non_negative_float, default=64.0, help="a delay is |N(0, D)| ms")
+    parser.add_argument("--stddev-ms", type=non_negative_float, default=64.0, metavar="MS",
+                        help="the delays' standard deviation: a delayed event's delay is |N(0, MS)| ms")
     parser.add_argument("--reorder-latency", type=non_negative_int, default=256, help="ms")
     parser.add_argument("--window-ms", type=positive_int, default=1000,
                         help="Bytewax's tumbling windows, through which it orders each key's events")

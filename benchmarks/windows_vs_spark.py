@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reorder-latency", type=non_negative_int, default=256, help="D, ms: also Spark's "
                         "watermark delay")
     parser.add_argument("--percent", type=percent, default=30.0, help="share of the events delayed, in %%")
-    parser.add_argument("--stddev-ms", type=non_negative_float, default=64.0, help="a delay is |N(0, D)| ms")
+    parser.add_argument("--stddev-ms", type=non_negative_float, default=64.0, metavar="MS",
+                        help="the delays' standard deviation: a delayed event's delay is |N(0, MS)| ms")
     parser.add_argument("--master", type=spark_master, default="local[2]", help="Spark master URL")
     parser.add_argument("--shards", type=positive_int, default=2, help="Spark's shuffle partitions")
     parser.add_argument("--warmup-events", type=non_negative_int, default=2000,

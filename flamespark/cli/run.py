@@ -78,13 +78,21 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser):
 
 def run_options(args) -> dict:
     """The run options of `add_pipeline_arguments`, as keyword arguments of the tools; an OptionError naming the
-    Spark engine's flags if the local engine is given any (its engine options, and --idle-timeout)."""
+    flags, not the Python parameters that `RunOptions` names, if the local engine is given the Spark engine's
+    (its engine options, and --idle-timeout), Spark the local engine's --batch-size, or a paced run
+    --batch-size."""
     if args.engine == "local":
         given = [f"--{name.replace('_', '-')}" for name in (*SPARK_OPTIONS, "idle_timeout")
                  if getattr(args, name, None) not in (None, False)]
         if given:
             raise OptionError(f"{', '.join(given)}: only with --engine spark (the local engine runs in this process "
                               f"over finite inputs)")
+        if args.batch_size is not None and args.rate is not None:
+            raise OptionError("--batch-size: only without --rate (a paced run applies in one batch whatever has "
+                              "arrived while it worked)")
+    elif args.batch_size is not None:
+        raise OptionError("--batch-size: only with --engine local (on Spark a batch is a micro-batch, which "
+                          "--max-rows-per-batch makes smaller)")
     return dict(engine=args.engine, reorder_latency=args.reorder_latency, late=args.late, rate=args.rate,
                 batch_size=args.batch_size, master=args.master, checkpoint=args.checkpoint, max_rows_per_batch=args.max_rows_per_batch,
                 ingest_partitions=args.ingest_partitions)
@@ -111,7 +119,7 @@ def add_parser(commands):
     parser.add_argument("--changes", action="store_true",
                         help="also write each sink's changelog to DIR/<sink>.changes.jsonl: every result at the end "
                              "of the batch that computed it ({\"op\": \"+\"}) and every retraction ({\"op\": \"-\"}, with the "
-                             "late event that caused it), ahead of the final outputs (with --follow: "
+                             "event that caused it), ahead of the final outputs (with --follow: "
                              "DIR/<sink>.changes/batch-N.jsonl)")
     parser.add_argument("--sink", metavar="NAME=URL", action=_Inputs, type=_sink_pair, default={},
                         help="send sink NAME's outputs to a Kafka topic, kafka://HOST:PORT/TOPIC, as JSON values "

@@ -37,7 +37,9 @@ def stream(graph, inputs: dict, *, event_time, reorder_latency, mode="optimistic
     `writeStream`) or all static ones (the result is static too: a static
     input ends, so everything is released). `reorder_latency` (ms, one
     value), `mode`, `late` and `changes` mean what they mean to
-    `flamespark.run`; `shards` is the number of shards the keys are spread
+    `flamespark.run`; static inputs take the optimistic mode only, since
+    the buffered one releases as Spark's watermark rises and a static query
+    has no watermark. `shards` is the number of shards the keys are spread
     over (default: the session's `spark.sql.shuffle.partitions`).
 
     The result has the columns `sink`, `ts` (the output's event time),
@@ -45,11 +47,12 @@ def stream(graph, inputs: dict, *, event_time, reorder_latency, mode="optimistic
     order) and `kind`: "out" for a released output, "late" for a dead letter
     (late policy "drop"; its payload names source, ts, payload and
     punctuation) and, with `changes=True`, "change" for a changelog record,
-    whose `op` ("+" or "-") and `cause` (a "-"'s late event as JSON) are
-    then columns too (null on other rows). A micro-batch releases exactly
-    what the punctuations reach in it: in a stream with no end, a window is
-    final (and released) once events later than its end by the reorder
-    latency have come, in every source.
+    whose `op` ("+" or "-") and `cause` (the event that made a "-", as JSON) are
+    then columns too (null on other rows). In the optimistic mode a
+    micro-batch releases exactly what the punctuations reach in it (the
+    buffered mode, a batch later: Spark's watermark lags a batch): in a
+    stream with no end, a window is final (and released) once events later
+    than its end by the reorder latency have come, in every source.
 
     Every option and input is checked before anything is planned: a bad one
     raises OptionError, naming it. The stages, the barrier and their state
@@ -65,7 +68,8 @@ def stream(graph, inputs: dict, *, event_time, reorder_latency, mode="optimistic
     ...          .getOrCreate())
     >>> g = fs.Graph("totals")
     >>> g.source("readings").tumbling_window(key=lambda r: r["sensor"], size=10).count().sink("counts")
-    >>> readings = spark.createDataFrame([(3, "a"), (12, "b"), (1, "a"), (14, "a")], "ts LONG, sensor STRING")
+    >>> # (1, "a") comes 2 ms behind (3, "a"): within the reorder latency, however Spark splits the rows
+    >>> readings = spark.createDataFrame([(3, "a"), (1, "a"), (12, "b"), (14, "a")], "ts LONG, sensor STRING")
     >>> out = stream(g, {"readings": readings}, event_time="ts", reorder_latency=5)
     >>> for row in out.where("kind = 'out'").orderBy("order_key").collect():
     ...     print(row.sink, row.ts, row.payload)
@@ -88,6 +92,12 @@ def stream(graph, inputs: dict, *, event_time, reorder_latency, mode="optimistic
         raise OptionError(f"shards must be a positive integer, got {shards!r}")
     graph.validate()
     times = _check_inputs(graph, inputs, event_time)
+    streaming = next(iter(inputs.values())).isStreaming
+    if options.mode == "buffered" and not streaming:
+        raise OptionError("mode 'buffered' takes streaming DataFrames only: its stages release on event-time timers, "
+                          "which fire as a streaming query's watermark rises, and a static query has no watermark, "
+                          "so it would release nothing; give the inputs as streams (spark.readStream), or run static "
+                          "DataFrames in mode 'optimistic'")
     spark = next(iter(inputs.values())).sparkSession
     if spark.conf.get(_PROVIDER_KEY) != ROCKSDB_PROVIDER:
         raise OptionError(f"FlameSpark's stages keep their state with transformWithStateInPandas, which needs "
@@ -100,7 +110,7 @@ def stream(graph, inputs: dict, *, event_time, reorder_latency, mode="optimistic
     # One ingest group per source, spread over the shards' tasks.
     keys = {source: topology.shard_keys[index % shards] for index, source in enumerate(graph.sources)}
     streams = {source: event_rows(source, inputs[source], times[source], keys[source]) for source in graph.sources}
-    if not next(iter(inputs.values())).isStreaming:
+    if not streaming:
         streams = {source: rows.unionByName(end_rows(spark, {source: keys[source]}))
                    for source, rows in streams.items()}
     claim = _claim(graph, options, shards, inputs, times)
@@ -168,7 +178,10 @@ def payloads(out: DataFrame, sink: str, schema: str) -> DataFrame:
     >>> import flamespark as fs
     >>> from flamespark.spark import payloads, stream
     >>> from pyspark.sql import SparkSession
-    >>> spark = SparkSession.getActiveSession()
+    >>> spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+    ...          .config("spark.sql.streaming.stateStore.providerClass",
+    ...                  "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    ...          .getOrCreate())
     >>> g = fs.Graph("sizes")
     >>> g.source("words").map(lambda w: {"word": w["text"], "size": len(w["text"])}).sink("sizes")
     >>> words = spark.createDataFrame([(1, "to"), (2, "be")], "ts LONG, text STRING")

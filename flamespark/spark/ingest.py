@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from flamespark.core.errors import OptionError
 from flamespark.engines.spark.processors.blob import BlobProcessor, handler
-from flamespark.engines.spark.processors.ingest import Arrived, ingest_events
+from flamespark.engines.spark.processors.ingest import Arrived, IngestProcessor, ingest_events
 from flamespark.engines.spark.rows import EVENT, concat, frame
 from flamespark.engines.spark.topology import INGEST_STAGE
 from flamespark.runtime.punctuations import Punctuations
@@ -50,9 +50,7 @@ class PartitionIngest(BlobProcessor):
         self.changes = changes
         self.claim = claim
 
-    def metric_shard(self, key) -> int:
-        """The first shard: the group's key is a source's, which need not be a shard's."""
-        return self.topology.shard_keys[0]
+    metric_shard = IngestProcessor.metric_shard
 
     @handler
     def handleInputRows(self, key, rows, timerValues):

@@ -5,7 +5,7 @@ Each row is one of:
 - `kind = "out"`: an output the barrier released for good: its `sink`, its
   event time `ts`, its payload as JSON (`payload`), and `order_key`;
 - `kind = "change"` (with `changes`): a changelog record, `op` "+" or "-",
-  `cause` naming the late event that made a "-" (JSON, else null);
+  `cause` naming the event that made a "-" (JSON, else null);
 - `kind = "late"`: a dead letter (late policy "drop"): `sink` null, `ts` the
   event's time, `payload` the JSON of `{"source", "ts", "payload",
   "punctuation"}`, as `Result.late` holds it.

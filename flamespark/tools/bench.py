@@ -64,7 +64,7 @@ class Runs:
         options = dict(mode=mode, reorder_latency=self.reorder_latency, late=self.late, rate=self.rate,
                        changes=mode == "optimistic")
         if self.engine == "local":
-            # A paced run's steps are what arrived while it worked: the batch size is for the unpaced ones.
+            # A paced run's batches are what arrived while it worked: the batch size is for the unpaced ones.
             return run(graph, inputs, batch_size=self.batch_size if self.rate is None else None, **options)
         checkpoint = self.checkpoint / label / mode
         shutil.rmtree(checkpoint, ignore_errors=True)

@@ -37,8 +37,8 @@ def events_file(tmp_path):
 
 def bench(tmp_path, events_file, *extra, engine="local"):
     out = tmp_path / "bench"
-    # Small steps on the local engine, so that its unpaced runs replay; a paced run's steps are what arrived while
-    # it worked, and bench refuses a batch size with --rate as flamespark run does.
+    # Small batches on the local engine, so that its unpaced runs replay; a paced run's batches are what arrived
+    # while it worked, and bench refuses a batch size with --rate as flamespark run does.
     batched = engine == "local" and "--rate" not in extra
     argv = ["bench", PIPELINE, "--input", f"docs={events_file}", "--out", str(out), "--engine", engine,
             "--reorder-latency", "200", *(["--batch-size", "3"] if batched else []), *extra]

@@ -136,7 +136,7 @@ def test_a_retraction_left_waiting_names_its_late_event_whatever_the_batch_holds
     assert bool(retracted) == (batch_size < 4)  # in one batch the late event is applied in its place
 
 
-def test_what_a_step_retracts_and_makes_again_is_not_a_change():
+def test_what_a_batch_retracts_and_makes_again_is_not_a_change():
     # The late 0 leaves key 0's sums as they were: nothing to retract, nothing to add again.
     arrival = [(3, 3), (6, 6), (0, 0)]
     result = fs.run(graphs.running_sum(), {"numbers": arrival}, reorder_latency=20, changes=True, batch_size=1)
@@ -158,7 +158,7 @@ def _cancel_earliest(entries: list, entry) -> bool:
 
 
 def _batch_changes(entries: list) -> list:
-    """What a step must make of `entries`, the slow way: an item cancels the earliest retraction of the same sink,
+    """What a batch must make of `entries`, the slow way: an item cancels the earliest retraction of the same sink,
     time and payload still waiting, and a tombstone first cancels the earliest item of the step it retracts,
     which never left."""
     added, waiting = [], []
@@ -174,7 +174,7 @@ def _batch_changes(entries: list) -> list:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2),
                           st.booleans()), max_size=30))
-def test_a_step_cancels_exactly_what_it_undoes(drawn):
+def test_a_batch_cancels_exactly_what_it_undoes(drawn):
     # Paths differ where identities may not: the changelog matches on sink, event time and payload alone.
     entries = [(sink, Item(Meta(ts, "s", 0, (index, path)), None, bytes([payload]), tombstone), Cause("s", index, 0))
                for index, (sink, ts, path, payload, tombstone) in enumerate(drawn)]
@@ -185,7 +185,7 @@ def test_a_step_cancels_exactly_what_it_undoes(drawn):
     assert step.take() == []
 
 
-def test_a_step_hands_an_operators_results_to_their_sink_before_the_next_operator_takes_any():
+def test_a_batch_hands_an_operators_results_to_their_sink_before_the_next_operator_takes_any():
     calls = []
 
     def count(total, part):

@@ -7,7 +7,8 @@ source's last file ends with an event far ahead, whose punctuation passes
 every output of the events before it, and what the local engine releases
 over those events (whose input ends) is what the stream must release.
 Spark queries cost seconds each, so few run: one per mode and drawn
-disorder for every graph at once, one static query, three for restarts.
+disorder for every graph at once, one for the buffered mode's changelog,
+one static query, three for restarts.
 """
 import dataclasses
 import datetime
@@ -165,8 +166,43 @@ def test_a_stream_of_files_releases_what_the_local_engine_releases(spark, mode, 
     assert len(batches.rows) >= 3
     assert batches.of_kind("late") == []
     check_changelog([row for rows in batches.rows.values() for row in rows])
-    if mode == "optimistic":
-        assert all(json.loads(c["cause"])["source"] in arrival for c in batches.of_kind("change") if c["op"] == "-")
+    # Every `-` names the event that made it (source, time, place in its source's arrival order), as the local
+    # engine's do; here only the optimistic mode retracts (the test below has the buffered mode's `-`).
+    retracted = [json.loads(row["cause"]) for row in batches.of_kind("change") if row["op"] == "-"]
+    assert retracted or mode == "buffered"
+    times = {source: [ts for ts, _ in arrival[source] + far[source]] for source in arrival}
+    assert all(times[cause["source"]][cause["position"]] == cause["ts"] for cause in retracted)
+
+
+def test_a_buffered_stream_names_the_causes_of_its_changes_as_the_local_engine_does(spark, tmp_path):
+    """A buffered window's running value, retracted as its buffer releases the window's next event, names that
+    event, as on the local engine: Spark's buffers keep their rows' causes. One event a file, so a micro-batch,
+    and the local engine's batches of one: both release the same events together (Spark's watermark a batch
+    later), so both changelogs hold the same records."""
+    g = fs.Graph("running")
+    g.source("numbers").tumbling_window(key=itemgetter("k"), size=10).count().sink("counts")
+    events = [(ts, {"ts": ts, "k": key})
+              for ts, key in [(1, "a"), (4, "a"), (3, "a"), (6, "b"), (8, "a"), (12, "a"), (20, "a"), (FAR, "a")]]
+    frames_query.write_files(tmp_path, "numbers", [[event] for event in events])
+    numbers = (spark.readStream.schema("ts LONG, k STRING").option("maxFilesPerTrigger", 1)
+               .json(str(tmp_path / "inputs" / "numbers")))
+    batches = Batches()
+    out = stream(g, {"numbers": numbers}, event_time="ts", reorder_latency=2, mode="buffered", changes=True)
+    run_to_the_end(out, tmp_path / "checkpoint", batches)
+    local = fs.run(g, {"numbers": events}, reorder_latency=2, mode="buffered", changes=True, batch_size=1)
+
+    def record(op, ts, payload, cause):
+        return op, ts, json.dumps(payload, sort_keys=True), json.dumps(cause, sort_keys=True)
+
+    on_spark = Counter(record(row["op"], row["ts"], json.loads(row["payload"]),
+                              None if row["cause"] is None else json.loads(row["cause"]))
+                       for row in batches.of_kind("change"))
+    # The far event's window is final only for the local run, whose input ends.
+    on_local = Counter(record(**change) for change in local.changes["counts"] if change["ts"] < FAR)
+    assert on_spark == on_local
+    assert [cause for op, _, _, cause in on_local if op == "-"] == [
+        json.dumps({"source": "numbers", "ts": ts, "position": position}, sort_keys=True)
+        for ts, position in [(3, 2), (4, 1), (8, 4)]]
 
 
 def test_with_one_file_a_batch_events_are_late_as_the_local_engine_judges_them(spark, tmp_path):
@@ -333,6 +369,8 @@ def docs(spark):
     ("nested", {}, r"column 'seen' of input 'docs' holds a TIMESTAMP inside"),
     ("list", {}, r"input 'docs' must be a PySpark DataFrame, got list"),
     ("docs", {"mode": "fast"}, r"mode must be one of optimistic, buffered, got 'fast'"),
+    ("docs", {"mode": "buffered"}, r"mode 'buffered' takes streaming DataFrames only: its stages release on "
+                                   r"event-time timers, .* a static query has no watermark"),
     ("docs", {"reorder_latency": -1}, r"reorder_latency must be a non-negative integer"),
     ("docs", {"late": "keep"}, r"late policy must be one of drop, adjust, fail"),
     ("docs", {"changes": 1}, r"changes must be True or False"),

@@ -81,8 +81,9 @@ class LoggedStage(StageProcessor):
     def handleInputRows(self, key, rows, timerValues):
         batch = concat(rows)
         mine = batch[(batch["kind"] == ITEMS) & (batch["seq"] == self.stage)]
-        keys = [key.hex() for target, (rows_of, keys) in bundle_batches(mine.itertuples(index=False)).items()
-                if target in self.operators for key in (keys or self.operators[target].keys_of(rows_of))]
+        # The stage that sends a keyed operator's rows gives their keys' encodings (`Topology.put`).
+        keys = [key.hex() for target, (_, keys) in bundle_batches(mine.itertuples(index=False)).items()
+                if target in self.operators for key in keys]
         self.log.clear()
         started = time.time()
         out = list(super().handleInputRows(key, iter([batch]), timerValues))

@@ -1,4 +1,5 @@
-"""Items as rows of one fixed schema, the form in which they travel between Spark operators."""
+"""Batches as rows of one fixed schema, the form in which they travel between Spark operators: each kind, stage and
+shard's rows as one bundle row (`Outbox`), and control rows (punctuations, ends, metrics, ...)."""
 import math
 
 import msgpack
@@ -6,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from flamespark.core.batch import Batch
-from flamespark.core.codec import unpack
 from flamespark.core.items import Meta, new_meta
 from flamespark.runtime.changes import Cause
 
@@ -86,7 +86,7 @@ class Outbox:
             targets = self._bundles[(kind, stage, shard)] = {}
         columns = targets.get(target)
         if columns is None:
-            targets[target] = columns = [[], [], [], [], [], [], []]
+            targets[target] = columns = [[], [], [], [], [], []]
         columns[0] += batch.metas
         columns[1] += batch.datas
         columns[2] += batch.weights
@@ -98,7 +98,7 @@ class Outbox:
         """The bundle rows of what was added, which leaves the outbox empty."""
         rows = [
             (kind, "", shard, max(meta[0] for columns in targets.values() for meta in columns[0]), b"",
-             msgpack.packb([[target, *columns[:6]] for target, columns in targets.items()]), False, 0.0, stage, None)
+             msgpack.packb([[target, *columns] for target, columns in targets.items()]), False, 0.0, stage, None)
             for (kind, stage, shard), targets in self._bundles.items()
         ]
         self._bundles.clear()
@@ -111,10 +111,11 @@ def bundle_columns(data: bytes) -> list:
     return msgpack.unpackb(data, use_list=False)
 
 
-def bundle_batches(rows, decode=lambda target: True) -> dict:
+def bundle_batches(rows) -> dict:
     """`{target: (batch, keys)}` of the bundle `rows`: each target's rows as one batch (with their causes, if the
-    bundles carry them) and their key encodings (None where the sender gave none). A row's payload is decoded if
-    `decode(target)`, else left None (what only passes to the barrier needs just its bytes)."""
+    bundles carry them) and their key encodings (None where the sender gave none). The payloads are left None:
+    a stage decodes only the rows it applies (`held_back.HeldBack`), and what passes to the barrier or waits in
+    a buffer needs just its bytes."""
     parts = {}
     for row in rows:
         for target, metas, datas, weights, arrivals, causes, keys in bundle_columns(row.payload):
@@ -124,11 +125,11 @@ def bundle_batches(rows, decode=lambda target: True) -> dict:
         metas, datas, weights, arrivals, causes, keys = (
             list(column[0]) if len(column) == 1 else [value for part in column for value in part]
             for column in zip(*columns))
-        payloads = list(map(unpack, datas)) if decode(target) else [None] * len(datas)
         carried = None
         if any(cause is not None for cause in causes):
             carried = [None if cause is None else Cause(*cause) for cause in causes]
-        batch = Batch(list(map(new_meta, [Meta] * len(metas), metas)), payloads, datas, weights, arrivals, carried)
+        batch = Batch(list(map(new_meta, [Meta] * len(metas), metas)), [None] * len(datas), datas, weights, arrivals,
+                      carried)
         batches[target] = (batch, None if None in keys else keys)
     return batches
 

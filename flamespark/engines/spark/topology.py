@@ -1,4 +1,4 @@
-"""How a physical plan splits into Spark stages, and which stage and shard each item goes to next."""
+"""How a physical plan splits into Spark stages, and which stage and shard each row of a batch goes to next."""
 from zlib import crc32
 
 import numpy as np
@@ -168,8 +168,10 @@ class Topology:
     def check_shard(maker, made_from, taker, batch):
         """Raise a UserFunctionError unless every row of `batch`, which keyed operator `maker` made from
         `made_from` for keyed operator `taker` of the same stage, has the shard value of a row it was made from:
-        only then does it stay in its shard."""
-        values = set(maker.shard_values(made_from)) if made_from is not None else set()
+        only then does it stay in its shard. `maker` is a sharded stateful operator (only those feed an operator
+        of their own stage, see `_joins`), which makes outputs only from input, never at a punctuation, so there
+        always is a `made_from`."""
+        values = set(maker.shard_values(made_from))
         for row, value in enumerate(taker.shard_values(batch)):
             if value not in values:
                 raise UserFunctionError(

@@ -1,14 +1,24 @@
-"""Keyed operators' buckets in Spark's state store: one MapState per stage, one entry per key.
+"""Boundary operators' state in a stage's map state, read and written as far as a batch touches it.
 
-A key's entry holds the buckets of every operator of the stage that has one
-for that key (operators keyed alike, as two counts per word, share it), so
-a batch reads and writes each key it touches once, whichever of the stage's
-operators touch it: its state I/O follows the keys it touches, not the state
-held. One entry per key beats small key groups: a batch's keys are spread
-over the key space, so a group would cost the same calls and read and write
-its neighbours too. A batch reads the entries of all its keys before it
-applies its items, and writes them back at its end, each in one pipelined
-exchange with the state store (`pipelined.PipelinedMap`).
+A keyed operator's buckets are in one entry per key (prefix b): the entry
+holds the buckets of every operator of the stage that has one for that key
+(operators keyed alike, as two counts per word, share it), so a batch reads
+and writes each key it touches once, whichever of the stage's operators
+touch it: its state I/O follows the keys it touches, not the state held.
+One entry per key beats small key groups: a batch's keys are spread over
+the key space, so a group would cost the same calls and read and write its
+neighbours too. A tumbling or hopping window keeps one entry per window end
+(prefix e and the operator's place in the stage), holding every key's
+window of that end, each packed apart: a batch reads the ends its rows
+reach and those its punctuation closes, and unpacks only the windows it
+touches. A session window keeps each key's sessions in the key's entry, and
+per end the keys whose sessions may close when the punctuation passes it
+(prefix d), so that a punctuation reads only the keys it may close.
+
+A keyed operator or session window reads the entries of the keys that
+reach it just before it takes them, in one pipelined exchange with the
+state store (`pipelined.PipelinedMap`), and the batch writes back what
+changed at its end (`StageState.save`).
 """
 import msgpack
 

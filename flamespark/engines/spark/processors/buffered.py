@@ -18,10 +18,10 @@ from flamespark.engines.spark.rows import (
     with_event_time,
 )
 from operators.buffer_sort import rows_batch
-from flamespark.runtime.changes import BatchChanges
+from flamespark.runtime.changes import BatchChanges, Cause
 from operators import BufferSort
 
-LAYOUT = "entries [target, ts, meta as an array, data, arrival, weight]"
+LAYOUT = "entries [target, ts, meta as an array, data, arrival, weight, cause as an array or nil]"
 
 
 def keep_one_timer(handle, state: dict, earliest, shift: int):
@@ -43,8 +43,11 @@ class BufferedStageProcessor(KeyedStage):
     Items wait in the state until Spark's watermark (the previous batch's
     maximum event time minus the delay) reaches them; a timer at the earliest
     buffered time fires then, and the released items go to the keyed operator
-    in meta order. Buffered entries `[target, ts, meta, data, arrival, weight]` wait
-    in chunks (`held.TimedRecords`), the operators' state in map states (`buckets`).
+    in meta order. Buffered entries `[target, ts, meta, data, arrival, weight,
+    cause]` wait in chunks (`held.TimedRecords`), the operators' state in map
+    states (`buckets`); an entry keeps its row's cause (None without one), as
+    the local engine's buffer does, for the changelog's `-` that the released
+    row makes.
 
     A stage whose operators make sink items holds their part of the barrier
     (`Topology.barrier_stages`), and the last also the sink items that come
@@ -92,14 +95,15 @@ class BufferedStageProcessor(KeyedStage):
             yield self._timed(passing)
         changes = self._changes()
         entries = [[] for _ in self.levels.levels]
-        for target, (part, _) in bundle_batches(mine.itertuples(index=False), decode=_never).items():
+        for target, (part, _) in bundle_batches(mine.itertuples(index=False)).items():
             if target not in self.buffers:
                 push(stored.pusher, changes, self.topology.plan.sinks[target], part)
                 continue
             # A window's values so far, with a changelog, reach a buffer in this mode too.
             entries[self.levels.level_of(target) - 1] += [
-                [target, meta[0], list(meta), data, arrival, weight]
-                for meta, data, arrival, weight in zip(part.metas, part.datas, part.arrivals, part.weights)]
+                [target, meta[0], list(meta), data, arrival, weight, cause]
+                for meta, data, arrival, weight, cause
+                in zip(part.metas, part.datas, part.arrivals, part.weights, part.row_causes())]
         for level_buffer, level_entries in zip(buffered, entries):
             level_buffer.add(level_entries)
         self._save(state, buffered, stored)
@@ -127,11 +131,11 @@ class BufferedStageProcessor(KeyedStage):
         outbox = Outbox()
         changes = self._changes()
         barrier = stored.pusher if self.holds_barrier else None
-        stage = StageRun(self.topology, self.stage, self.topology.shard_keys.index(key[0]),
-                         StageState(self.keyed, self.store, state["states"]), outbox, barrier, changes)
+        stage = StageRun(self.topology, self.stage, StageState(self.keyed, self.store, state["states"]), outbox,
+                         barrier, changes)
         for target in dict.fromkeys(entry[0] for entry in ready):
-            rows = [(Meta.load(meta), unpack(data), data, weight, arrival, None)
-                    for name, _, meta, data, arrival, weight in ready if name == target]
+            rows = [(Meta.load(meta), unpack(data), data, weight, arrival, None if cause is None else Cause(*cause))
+                    for name, _, meta, data, arrival, weight, cause in ready if name == target]
             stage.take(self.buffers[target].name, rows_batch(rows))
         stage.run()
         stage.punctuate(lambda name: times[self.levels.level_of(name) - 1])
@@ -173,7 +177,3 @@ class BufferedStageProcessor(KeyedStage):
 
 def _entry_time(entry) -> int:
     return entry[1]
-
-
-def _never(target) -> bool:
-    return False

@@ -71,9 +71,10 @@ class TimedRecords:
             self.index[1][chunk] = [self._time_of(part[0]), len(part)]
 
 
-def _entry_time(entry) -> int:
-    """The event time of a row of `BarrierState.dump_rows()`: its meta's first field."""
-    return entry[1][0]
+def meta_time(record) -> int:
+    """The event time of a record whose second field is its meta (a row of `BarrierState.dump_rows()`, a held-back
+    record of `held_back`): the meta's first field."""
+    return record[1][0]
 
 
 class StoredBarrier:
@@ -86,7 +87,7 @@ class StoredBarrier:
 
     def __init__(self, chunks, saved):
         counters, index = saved or (None, None)
-        self.held = TimedRecords(chunks, index, _entry_time)
+        self.held = TimedRecords(chunks, index, meta_time)
         self.barrier = Barrier(BarrierState.load([*counters, []]) if counters else None)
 
     def earliest(self):

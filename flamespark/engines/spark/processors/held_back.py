@@ -28,13 +28,8 @@ from bisect import bisect_right
 from flamespark.core.batch import Batch
 from flamespark.core.codec import unpack
 from flamespark.core.items import Meta, new_meta
-from flamespark.engines.spark.processors.held import TimedRecords
+from flamespark.engines.spark.processors.held import TimedRecords, meta_time
 from flamespark.runtime.changes import Cause
-
-
-def _record_time(record) -> int:
-    """A held record's event time, its meta's first field."""
-    return record[1][0]
 
 
 class HeldBack:
@@ -68,7 +63,7 @@ class HeldBack:
     """
 
     def __init__(self, chunks, index):
-        self.records = TimedRecords(chunks, index, _record_time)
+        self.records = TimedRecords(chunks, index, meta_time)
         self.held_back = 0  # rows of this batch set aside
         self.resumed = 0  # rows set aside before that this batch applies
 
@@ -118,7 +113,7 @@ def _batches(records: list) -> dict:
     for target, meta, data, weight, arrival, cause, key in records:
         rows = columns.get(target)
         if rows is None:
-            rows = columns[target] = [[], [], [], [], [], [], []]
+            rows = columns[target] = [[], [], [], [], [], []]
         rows[0].append(new_meta(Meta, meta))
         rows[1].append(data)
         rows[2].append(weight)
@@ -126,7 +121,7 @@ def _batches(records: list) -> dict:
         rows[4].append(None if cause is None else Cause(*cause))
         rows[5].append(key)
     batches = {}
-    for target, (metas, datas, weights, arrivals, causes, keys, _) in columns.items():
+    for target, (metas, datas, weights, arrivals, causes, keys) in columns.items():
         carried = causes if any(cause is not None for cause in causes) else None
         batch = Batch(metas, list(map(unpack, datas)), datas, weights, arrivals, carried)
         batches[target] = (batch, None if None in keys else keys)

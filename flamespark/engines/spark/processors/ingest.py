@@ -85,7 +85,7 @@ def ingest_events(punctuations, arrived: Arrived, topology, partition: int, sour
         batch, first_levels = punctuations.admit(lane, times, list(map(unpack, datas)), arrivals,
                                                  None if positions[0] is None else positions, datas)
         if changes:
-            batch.causes = [Cause(meta[1], meta[0], meta[3]) for meta in batch.metas]
+            batch.causes = list(map(Cause.of_meta, batch.metas))
         if first_levels is None:
             topology.send_event(outbox, source, 1, batch)
             continue
@@ -187,7 +187,8 @@ class IngestProcessor(BlobProcessor):
         self.stage_name = INGEST_STAGE
 
     def metric_shard(self, key) -> int:
-        """The first shard: the group's key is an ingest partition's, which need not be a shard's."""
+        """The first shard: an ingest group's key (an ingest partition's, or a DataFrame input's source's, see
+        `flamespark.spark.ingest`) need not be a shard's."""
         return self.topology.shard_keys[0]
 
     @handler

@@ -108,10 +108,10 @@ class StageProcessor(KeyedStage):
         barrier = stored.pusher if self.holds_barrier else None
         changes = BatchChanges() if self.holds_barrier and self.changes else None
         outbox = Outbox()
-        stage = StageRun(self.topology, self.stage, self.topology.shard_keys.index(shard),
-                         StageState(self.operators, self.store, state["states"]), outbox, barrier, changes)
+        stage = StageRun(self.topology, self.stage, StageState(self.operators, self.store, state["states"]), outbox,
+                         barrier, changes)
         # Payloads are decoded only for the rows applied now (`HeldBack.sort_out`).
-        arrived = bundle_batches(mine.itertuples(index=False), decode=_never)
+        arrived = bundle_batches(mine.itertuples(index=False))
         for target in [target for target in arrived if target not in self.operators]:
             batch, _ = arrived.pop(target)  # the barrier holds it until its punctuation in any case
             push(barrier, changes, self.topology.plan.sinks[target], batch)
@@ -142,7 +142,3 @@ class StageProcessor(KeyedStage):
         self.save(state)
         if out:
             yield frame(out)
-
-
-def _never(target) -> bool:
-    return False

@@ -25,10 +25,9 @@ class KeyedStage(BlobProcessor):
 
 
 class StageRun:
-    """The keyed operators of stage `stage` on one shard (`shard`, its index among the topology's shards) for one
-    micro-batch, as a local pipeline runs its operators: each takes, in topological order, all that reached it
-    as one batch, so that it reads and writes each key it touches once and leaves no work waiting past the
-    batch.
+    """The keyed operators of stage `stage` on one shard for one micro-batch, as a local pipeline runs its
+    operators: each takes, in topological order, all that reached it as one batch, so that it reads and writes
+    each key it touches once and leaves no work waiting past the batch.
 
     What their results reach goes on: to a keyed operator of the stage
     itself (`Topology.stays`), which takes it in its turn; to the stage's
@@ -37,11 +36,9 @@ class StageRun:
     stage's `buckets.StageState`.
     """
 
-    def __init__(self, topology, stage: int, shard: int, states, outbox, barrier=None,
-                 changes: BatchChanges | None = None):
+    def __init__(self, topology, stage: int, states, outbox, barrier=None, changes: BatchChanges | None = None):
         self.topology = topology
         self.stage = stage
-        self.shard = shard
         self.states = states
         self.outbox = outbox
         self.barrier = barrier

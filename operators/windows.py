@@ -127,16 +127,16 @@ class OpenWindow:
         return position
 
     def dump(self) -> list:
-        return [self.start, self.end, [[item.meta.dump(), item.data, item.arrival] for item in self.items],
+        return [self.start, self.end, [_dumped_item(item) for item in self.items],
                 self.arrival, early_tombstones.dump(self.pending), _dumped_item(self.sent)]
 
     @classmethod
     def load(cls, dumped) -> "OpenWindow":
         start, end, items, arrival, pending, sent = dumped
         window = cls(start, end)
-        for meta, data, item_arrival in items:
-            item = Item(Meta.load(meta), unpack(data), data, False, item_arrival)
-            window.keys.append((item.meta, data))
+        for dumped_item in items:
+            item = _loaded_item(dumped_item)
+            window.keys.append((item.meta, item.data))
             window.items.append(item)
         window.arrival, window.pending, window.sent = arrival, early_tombstones.load(pending), _loaded_item(sent)
         return window

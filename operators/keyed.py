@@ -99,13 +99,13 @@ class KeyedOperator(BoundaryOperator):
             new = bucket is None
             if new:
                 bucket = new_bucket()
-            elif bucket.dirty is not None and causes is not None and waiting.get(key_data) != causes[row]:
+            elif bucket.dirty is not None and causes is not None and waiting[key_data] != causes[row]:
                 # The waiting work belongs to the change that left it: done inside this row's `add`, its outputs
-                # would name this row's cause.
+                # would name this row's cause. (A dirty bucket is always in `waiting`: it got there in this loop.)
                 outputs = bucket.flush(combine)
                 if outputs:
                     made += outputs
-                    made_causes += [waiting.get(key_data)] * len(outputs)
+                    made_causes += [waiting[key_data]] * len(outputs)
             outputs = bucket.add(item, combine)
             if bucket.dirty is not None:
                 waiting[key_data] = None if causes is None else causes[row]
